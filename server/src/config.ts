@@ -1,0 +1,72 @@
+import path from 'node:path';
+
+/** Settings read once from the environment at start; see the README's configuration table. */
+export interface Config {
+  port: number;
+  host: string;
+  /** A PostgreSQL server; when absent the service runs an embedded PGlite database in `dataDir`. */
+  databaseUrl: string | undefined;
+  dataDir: string;
+  /** Public address icons are served from; when absent, the service's own `/cdn`. */
+  cdnUrl: string | undefined;
+  logLevel: string;
+  bcryptRounds: number;
+  stripe: {
+    secretKey: string | undefined;
+    webhookSecret: string | undefined;
+    /** Stripe price id → tier, from `STRIPE_PRICE_TIERS=price_a:1,price_b:2`. */
+    priceTiers: Map<string, number>;
+    apiUrl: string;
+  };
+}
+
+export class ConfigError extends Error {}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+function priceTiers(raw: string | undefined): Map<string, number> {
+  const tiers = new Map<string, number>();
+  for (const pair of (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
+    const match = /^([A-Za-z0-9_]+):(\d+)$/.exec(pair);
+    if (!match) throw new ConfigError(`STRIPE_PRICE_TIERS: "${pair}" is not of the form price_id:tier`);
+    tiers.set(match[1]!, Number(match[2]));
+  }
+  return tiers;
+}
+
+function url(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const raw = env[name] || undefined;
+  if (raw === undefined) return undefined;
+  try {
+    new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} is not a valid URL`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  return {
+    port: integer(env, 'PORT', 3000, 0, 65535),
+    host: env.HOST || '0.0.0.0',
+    databaseUrl: url(env, 'DATABASE_URL'),
+    dataDir: path.resolve(env.DATA_DIR || './data'),
+    cdnUrl: url(env, 'CDN_URL'),
+    logLevel: env.LOG_LEVEL || 'info',
+    bcryptRounds: integer(env, 'BCRYPT_ROUNDS', 10, 4, 15),
+    stripe: {
+      secretKey: env.STRIPE_SECRET_KEY || undefined,
+      webhookSecret: env.STRIPE_WEBHOOK_SECRET || undefined,
+      priceTiers: priceTiers(env.STRIPE_PRICE_TIERS),
+      apiUrl: url(env, 'STRIPE_API_URL') ?? 'https://api.stripe.com',
+    },
+  };
+}

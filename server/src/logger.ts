@@ -1,0 +1,18 @@
+import { pino, type Logger } from 'pino';
+
+/**
+ * One JSON logger for the process. Credentials travel only in headers and bodies, and neither is
+ * ever logged; the redaction below is a second line of defence should someone log a header map.
+ */
+export function createLogger(level: string): Logger {
+  return pino({
+    level,
+    base: { service: 'signalboard' },
+    redact: {
+      paths: ['*.authorization', '*.headers.authorization', '*.password', '*.token', '*.invite', '*.code', '*.secret'],
+      censor: '[redacted]',
+    },
+  });
+}
+
+export type { Logger };
