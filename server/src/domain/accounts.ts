@@ -1,0 +1,75 @@
+/**
+ * Accounts: sign-up with an invite code, login. Passwords are hashed with bcrypt before any
+ * transaction opens, so a slow hash never holds a database connection.
+ */
+import bcrypt from 'bcryptjs';
+import { raw, UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/postgresql';
+import { User } from '../db/entities.js';
+import { Conflict, InvalidInvite, InvalidRequest, Unauthenticated } from '../errors.js';
+import { redeemInviteCode } from './invite-codes.js';
+import { openSession, type Device } from './credentials.js';
+
+const MAX_PASSWORD_BYTES = 72;
+
+export interface SignupInput {
+  username: string;
+  email: string;
+  password: string;
+  invite: string;
+}
+
+export class Accounts {
+  /** Compared against when the login names no account, so both failures cost one bcrypt compare. */
+  private readonly decoyHash: string;
+
+  constructor(private readonly bcryptRounds: number) {
+    this.decoyHash = bcrypt.hashSync('decoy password, never a real one', bcryptRounds);
+  }
+
+  async signup(em: EntityManager, input: SignupInput, device: Device) {
+    // The contract bounds the length in characters; bcrypt reads bytes and stops at 72.
+    if (Buffer.byteLength(input.password, 'utf8') > MAX_PASSWORD_BYTES) {
+      throw InvalidRequest.field('/body/password', `must be at most ${MAX_PASSWORD_BYTES} bytes in UTF-8`);
+    }
+    const passwordHash = await bcrypt.hash(input.password, this.bcryptRounds);
+    try {
+      return await em.transactional(async (tx) => {
+        // Taken first and in the same transaction: a failed sign-up gives the use back.
+        if (!(await redeemInviteCode(tx, input.invite))) throw new InvalidInvite();
+        const now = new Date();
+        const user = tx.create(User, {
+          username: input.username.toLowerCase(),
+          email: input.email,
+          passwordHash,
+          icon: null,
+          createdAt: now,
+          updatedAt: now,
+        });
+        const { session, token } = openSession(tx, user, device);
+        await tx.flush();
+        return { user, session, token };
+      });
+    } catch (error) {
+      throw toConflict(error);
+    }
+  }
+
+  async login(em: EntityManager, login: string, password: string, device: Device) {
+    const key = login.toLowerCase();
+    const user = await em.findOne(User, key.includes('@') ? { [raw('lower(email)')]: key } : { username: key });
+    const matches = await bcrypt.compare(password, user?.passwordHash ?? this.decoyHash);
+    if (!user || !matches) throw new Unauthenticated('invalid_credentials', 'Unknown user or wrong password.');
+    const { session, token } = openSession(em, user, device);
+    await em.flush();
+    return { user, session, token };
+  }
+}
+
+/** Unique violations name their constraint; the message itself holds values and is never passed on. */
+function toConflict(error: unknown): unknown {
+  if (!(error instanceof UniqueConstraintViolationException)) return error;
+  const constraint = (error as { constraint?: string }).constraint ?? '';
+  if (constraint.includes('username')) return new Conflict('username_taken', 'This username is taken.');
+  if (constraint.includes('email')) return new Conflict('email_taken', 'An account with this email address exists.');
+  return error;
+}

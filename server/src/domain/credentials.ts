@@ -1,0 +1,115 @@
+/**
+ * Session and API tokens: minting, resolving a presented token to its caller, and revoking.
+ * A token is a kind prefix plus 256 random bits; only its SHA-256 is stored, so a database leak
+ * yields no usable credential, and the prefix lets secret scanners recognise a leaked one.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ApiToken, Session, User } from '../db/entities.js';
+import { NotFound } from '../errors.js';
+import { decodeCursor, type PageRequest } from './pagination.js';
+
+const SESSION_IDLE_DAYS = 30;
+const DAY_MS = 24 * 60 * 60 * 1000;
+/** Last-use times are written at most this often per credential, so reads stay reads. */
+const TOUCH_INTERVAL_MS = 60 * 1000;
+
+export type CredentialKind = 'session' | 'api';
+
+export interface Caller {
+  user: User;
+  kind: CredentialKind;
+  /** The session's or API token's id. */
+  credentialId: string;
+}
+
+export interface Device {
+  userAgent: string | undefined;
+  ip: string | undefined;
+}
+
+const PREFIX: Record<CredentialKind, string> = { session: 'ses_', api: 'api_' };
+
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex');
+}
+
+function mintToken(kind: CredentialKind): { token: string; tokenHash: string } {
+  const token = PREFIX[kind] + randomBytes(32).toString('base64url');
+  return { token, tokenHash: hashSecret(token) };
+}
+
+export function openSession(em: EntityManager, user: User, device: Device): { session: Session; token: string } {
+  const { token, tokenHash } = mintToken('session');
+  const now = new Date();
+  const session = em.create(Session, {
+    user,
+    tokenHash,
+    userAgent: device.userAgent?.slice(0, 512) ?? null,
+    ip: device.ip ?? null,
+    createdAt: now,
+    lastUsedAt: now,
+    expiresAt: new Date(now.getTime() + SESSION_IDLE_DAYS * DAY_MS),
+  });
+  return { session, token };
+}
+
+/** The caller a token stands for, or undefined when it is unknown, expired or revoked. */
+export async function resolveToken(em: EntityManager, token: string): Promise<Caller | undefined> {
+  const kind = (Object.keys(PREFIX) as CredentialKind[]).find((k) => token.startsWith(PREFIX[k]));
+  if (!kind) return undefined;
+  const now = new Date();
+  const tokenHash = hashSecret(token);
+  const credential =
+    kind === 'session'
+      ? await em.findOne(Session, { tokenHash }, { populate: ['user'] })
+      : await em.findOne(ApiToken, { tokenHash }, { populate: ['user'] });
+  if (!credential || (credential.expiresAt && credential.expiresAt <= now)) return undefined;
+
+  if (now.getTime() - (credential.lastUsedAt?.getTime() ?? 0) > TOUCH_INTERVAL_MS) {
+    if (kind === 'session') {
+      await em.nativeUpdate(Session, { id: credential.id }, { lastUsedAt: now, expiresAt: new Date(now.getTime() + SESSION_IDLE_DAYS * DAY_MS) });
+    } else {
+      await em.nativeUpdate(ApiToken, { id: credential.id }, { lastUsedAt: now });
+    }
+  }
+  return { user: credential.user, kind, credentialId: credential.id };
+}
+
+/** Logout: the session row is also its device record, so deleting it forgets both. */
+export async function closeSession(em: EntityManager, sessionId: string): Promise<void> {
+  await em.nativeDelete(Session, { id: sessionId });
+}
+
+export async function createApiToken(
+  em: EntityManager,
+  user: User,
+  input: { name: string; expiresInDays?: number | undefined },
+): Promise<{ apiToken: ApiToken; token: string }> {
+  const { token, tokenHash } = mintToken('api');
+  const now = new Date();
+  const apiToken = em.create(ApiToken, {
+    user,
+    name: input.name,
+    tokenHash,
+    createdAt: now,
+    lastUsedAt: null,
+    expiresAt: input.expiresInDays ? new Date(now.getTime() + input.expiresInDays * DAY_MS) : null,
+  });
+  await em.flush();
+  return { apiToken, token };
+}
+
+export async function listApiTokens(em: EntityManager, user: User, page: PageRequest): Promise<ApiToken[]> {
+  const below = decodeCursor(page.cursor);
+  return em.find(
+    ApiToken,
+    { user, ...(below ? { id: { $lt: below } } : {}) },
+    { orderBy: { id: 'desc' }, limit: page.limit + 1 },
+  );
+}
+
+export async function revokeApiToken(em: EntityManager, user: User, id: string): Promise<void> {
+  const deleted = await em.nativeDelete(ApiToken, { id, user });
+  if (deleted === 0) throw new NotFound('No API token with this id.');
+}

@@ -1,0 +1,41 @@
+/**
+ * Cursor pagination over UUID v7 ids: they sort by creation time, so "newest first" is `id desc`
+ * and a cursor is the last id seen, opaque to clients.
+ */
+import { InvalidRequest } from '../errors.js';
+
+export interface PageRequest {
+  limit: number;
+  cursor?: string | undefined;
+}
+
+/** The page a validated query asks for; the contract's validator has already applied `limit`'s default. */
+export function pageRequest(query: { limit?: number; cursor?: string }): PageRequest {
+  if (query.limit === undefined) throw new Error('limit missing: the contract gives it a default');
+  return { limit: query.limit, cursor: query.cursor };
+}
+
+export interface Page<T> {
+  items: T[];
+  next_cursor: string | null;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The id to continue below, or undefined for the first page. A cursor we did not issue is 400. */
+export function decodeCursor(cursor: string | undefined): string | undefined {
+  if (cursor === undefined) return undefined;
+  const id = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!UUID.test(id)) throw InvalidRequest.field('/query/cursor', 'is not a cursor this service issued');
+  return id;
+}
+
+/** `rows` were fetched with `limit + 1`; the extra row only says whether another page exists. */
+export function toPage<R extends { id: string }, T>(rows: R[], limit: number, present: (row: R) => T): Page<T> {
+  const items = rows.slice(0, limit);
+  const last = items.at(-1);
+  return {
+    items: items.map(present),
+    next_cursor: rows.length > limit && last ? Buffer.from(last.id, 'utf8').toString('base64url') : null,
+  };
+}

@@ -1,0 +1,101 @@
+/**
+ * Named errors, each with the status and code the contract gives it. Domain and handlers throw
+ * these; the envelope middleware (http/envelope.ts) is the only place that turns them into answers.
+ */
+import type { components } from '../../sdk/src/generated/openapi.js';
+
+export type ErrorCode = components['schemas']['ErrorCode'];
+export type ErrorDetail = components['schemas']['ErrorDetail'];
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: ErrorDetail[],
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class InvalidRequest extends ApiError {
+  constructor(message: string, details?: ErrorDetail[]) {
+    super(400, 'invalid_request', message, details);
+  }
+
+  /** One bad field, pointed at as the contract's validator would. */
+  static field(path: string, message: string): InvalidRequest {
+    return new InvalidRequest(`${path.split('/').pop()} ${message}`, [{ path, message }]);
+  }
+}
+
+export class InvalidInvite extends ApiError {
+  constructor() {
+    super(400, 'invalid_invite', 'The invite code is unknown, used up or expired.');
+  }
+}
+
+export class Unauthenticated extends ApiError {
+  constructor(code: 'unauthenticated' | 'invalid_credentials' = 'unauthenticated', message = 'A valid credential is required.') {
+    super(401, code, message, undefined, { 'WWW-Authenticate': 'Bearer' });
+  }
+}
+
+export class Forbidden extends ApiError {
+  constructor(code: 'already_authenticated' | 'session_required' | 'not_owner' | 'forbidden', message: string) {
+    super(403, code, message);
+  }
+}
+
+export class NotFound extends ApiError {
+  constructor(message = 'Not found.') {
+    super(404, 'not_found', message);
+  }
+}
+
+export class MethodNotAllowed extends ApiError {
+  constructor(allowed: string[]) {
+    super(405, 'method_not_allowed', `This path answers only ${allowed.join(', ')}.`, undefined, { Allow: allowed.join(', ') });
+  }
+}
+
+export class Conflict extends ApiError {
+  constructor(
+    code: 'namespace_taken' | 'username_taken' | 'email_taken' | 'already_member' | 'already_invited' | 'owner_cannot_leave' | 'feed_name_taken' | 'last_feed',
+    message: string,
+  ) {
+    super(409, code, message);
+  }
+}
+
+export class PayloadTooLarge extends ApiError {
+  constructor() {
+    super(413, 'payload_too_large', 'The body is larger than 1 MiB.');
+  }
+}
+
+export class UnsupportedMediaType extends ApiError {
+  constructor() {
+    super(415, 'unsupported_media_type', 'Send the body as application/json.');
+  }
+}
+
+export class NotImplemented extends ApiError {
+  constructor() {
+    super(501, 'not_implemented', 'This route is in the contract but not implemented in this release.');
+  }
+}
+
+export class Unavailable extends ApiError {
+  constructor(message = 'The service is temporarily unavailable; retry later.') {
+    super(503, 'unavailable', message);
+  }
+}
+
+export class Internal extends ApiError {
+  constructor() {
+    super(500, 'internal', 'Something went wrong on our side.');
+  }
+}

@@ -1,0 +1,40 @@
+import { Forbidden } from '../errors.js';
+import { callerFromHeader } from '../http/auth.js';
+import type { Handler } from '../http/handler-types.js';
+import { closeSession, createApiToken as mintApiToken, listApiTokens as findApiTokens, revokeApiToken } from '../domain/credentials.js';
+import { pageRequest, toPage } from '../domain/pagination.js';
+import { presentApiToken, presentCreatedApiToken, presentSessionGrant } from '../presenters/account.js';
+
+export const signup: Handler<'signup'> = async ({ body, authorization, device, em, services }) => {
+  if (await callerFromHeader(em, authorization)) {
+    throw new Forbidden('already_authenticated', 'Sign-up is for callers without an account; this request carries a valid credential.');
+  }
+  const grant = await services.accounts.signup(em, body, device);
+  return { status: 201, data: presentSessionGrant(grant) };
+};
+
+export const login: Handler<'login'> = async ({ body, device, em, services }) => {
+  const grant = await services.accounts.login(em, body.login, body.password, device);
+  return { status: 201, data: presentSessionGrant(grant) };
+};
+
+export const logout: Handler<'logout'> = async ({ caller, em }) => {
+  await closeSession(em, caller.credentialId);
+  return { status: 204 };
+};
+
+export const createApiToken: Handler<'createApiToken'> = async ({ body, caller, em }) => {
+  const created = await mintApiToken(em, caller.user, { name: body.name, expiresInDays: body.expires_in_days });
+  return { status: 201, data: presentCreatedApiToken(created) };
+};
+
+export const listApiTokens: Handler<'listApiTokens'> = async ({ query, caller, em }) => {
+  const page = pageRequest(query);
+  const rows = await findApiTokens(em, caller.user, page);
+  return { status: 200, data: toPage(rows, page.limit, presentApiToken) };
+};
+
+export const deleteApiToken: Handler<'deleteApiToken'> = async ({ params, caller, em }) => {
+  await revokeApiToken(em, caller.user, params.id);
+  return { status: 204 };
+};

@@ -1,0 +1,46 @@
+/**
+ * Handler types derived from the generated contract types: a handler's input and every answer it
+ * may give are the operation's own, so a handler that drifts from the contract does not compile.
+ */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { operations } from '../../../sdk/src/generated/openapi.js';
+import type { Caller, Device } from '../domain/credentials.js';
+import type { Services } from '../services.js';
+
+export type OperationId = keyof operations;
+type Op<K extends OperationId> = operations[K];
+type Json<T> = T extends { content: { 'application/json': infer B } } ? B : never;
+type Defined<T> = [NonNullable<T>] extends [never] ? Record<string, never> : NonNullable<T>;
+
+export type PathParams<K extends OperationId> = Defined<Op<K>['parameters']['path']>;
+export type QueryParams<K extends OperationId> = Defined<Op<K>['parameters']['query']>;
+export type RequestBody<K extends OperationId> = Op<K> extends { requestBody: infer R } ? Json<R> : undefined;
+
+type Responses<K extends OperationId> = Op<K>['responses'];
+type SuccessStatus<K extends OperationId> = Extract<keyof Responses<K>, 200 | 201 | 204>;
+type Outcome<K extends OperationId, S extends keyof Responses<K>> = S extends 204
+  ? { status: 204 }
+  : Json<Responses<K>[S]> extends { success: true; data: infer D }
+    ? { status: S; data: D }
+    : { status: S; raw: Json<Responses<K>[S]> };
+
+/** What a handler returns: a documented success status with its payload (the envelope is added for it). */
+export type Result<K extends OperationId> = { [S in SuccessStatus<K>]: Outcome<K, S> }[SuccessStatus<K>];
+
+export interface HandlerContext<K extends OperationId> {
+  params: PathParams<K>;
+  query: QueryParams<K>;
+  body: RequestBody<K>;
+  /** The authenticated caller; reading it on a public operation is a programming error. */
+  readonly caller: Caller;
+  /** The raw `Authorization` header, for the public operations that must look at it (sign-up). */
+  authorization: string | undefined;
+  device: Device;
+  em: EntityManager;
+  services: Services;
+}
+
+export type Handler<K extends OperationId> = (ctx: HandlerContext<K>) => Promise<Result<K>>;
+
+/** One handler per operation of the contract: adding an operation without one does not compile. */
+export type Handlers = { [K in OperationId]: Handler<K> };

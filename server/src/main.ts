@@ -1,0 +1,35 @@
+/** The process: read the configuration, start the service, stop it cleanly on SIGINT/SIGTERM. */
+import { ConfigError, loadConfig } from './config.js';
+import { createLogger } from './logger.js';
+import { startServer } from './server.js';
+
+const started = performance.now();
+let config;
+try {
+  config = loadConfig();
+} catch (error) {
+  if (!(error instanceof ConfigError)) throw error;
+  console.error(`Configuration error: ${error.message}`);
+  process.exit(1);
+}
+const logger = createLogger(config.logLevel);
+
+try {
+  const server = await startServer(config, logger);
+  logger.info({ ms: Math.round(performance.now() - started) }, 'ready');
+  let stopping = false;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, async () => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, 'shutting down');
+      const force = setTimeout(() => process.exit(1), 10_000).unref();
+      await server.close();
+      clearTimeout(force);
+      process.exit(0);
+    });
+  }
+} catch (error) {
+  logger.fatal({ err: { type: (error as Error).name, message: (error as Error).message } }, 'could not start');
+  process.exit(1);
+}

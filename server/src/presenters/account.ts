@@ -1,0 +1,37 @@
+/**
+ * Accounts and credentials on the wire. Fields are picked one by one, so a hash or a column added
+ * later can never reach a response by accident.
+ */
+import type { components } from '../../../sdk/src/generated/openapi.js';
+import type { ApiToken, Session, User } from '../db/entities.js';
+
+type Schemas = components['schemas'];
+
+export function presentUser(user: User): Schemas['User'] {
+  return {
+    id: user.id,
+    username: user.username,
+    email: user.email,
+    icon: user.icon ?? null,
+    created_at: user.createdAt.toISOString(),
+  };
+}
+
+export function presentSessionGrant(grant: { user: User; session: Session; token: string }): Schemas['SessionGrant'] {
+  return { token: grant.token, expires_at: grant.session.expiresAt.toISOString(), user: presentUser(grant.user) };
+}
+
+export function presentApiToken(apiToken: ApiToken): Schemas['ApiToken'] {
+  return {
+    id: apiToken.id,
+    name: apiToken.name,
+    created_at: apiToken.createdAt.toISOString(),
+    expires_at: apiToken.expiresAt?.toISOString() ?? null,
+    last_used_at: apiToken.lastUsedAt?.toISOString() ?? null,
+  };
+}
+
+export function presentCreatedApiToken({ apiToken, token }: { apiToken: ApiToken; token: string }): Schemas['CreatedApiToken'] {
+  const { last_used_at: _unused, ...listed } = presentApiToken(apiToken);
+  return { ...listed, token };
+}

@@ -1,0 +1,59 @@
+/**
+ * Start and stop the whole service: database (migrated), contract, HTTP server, and in embedded
+ * mode the operator channel through which `npm run invite` reaches the running service. Used by
+ * main.ts and by the tests, which run the same server in their own process.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp } from './app.js';
+import type { Config } from './config.js';
+import { openDatabase, type Database } from './db/orm.js';
+import { Accounts } from './domain/accounts.js';
+import { Contract } from './http/contract.js';
+import type { Logger } from './logger.js';
+import { startOperatorChannel } from './operator/channel.js';
+
+export interface RunningServer {
+  url: string;
+  db: Database;
+  close(): Promise<void>;
+}
+
+export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
+  const [db, contract] = await Promise.all([openDatabase(config, logger), Contract.load()]);
+  const services = { config, logger, db, contract, accounts: new Accounts(config.bcryptRounds) };
+  const server = http.createServer(createApp(services).callback());
+  server.requestTimeout = 30_000;
+  server.headersTimeout = 10_000;
+  server.keepAliveTimeout = 5_000;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, resolve);
+    });
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
+  const channel = db.kind === 'embedded' ? await startOperatorChannel(db, config.dataDir, logger) : undefined;
+
+  const { port } = server.address() as AddressInfo;
+  const host = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  logger.info({ url, port, database: db.description }, 'listening');
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    db,
+    close: () =>
+      (closing ??= (async () => {
+        await channel?.close();
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeIdleConnections();
+        });
+        await db.close();
+      })()),
+  };
+}

@@ -1,0 +1,14 @@
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import type { Database } from './db/orm.js';
+import type { Accounts } from './domain/accounts.js';
+import type { Contract } from './http/contract.js';
+
+/** What handlers may reach beyond their request: built once in main.ts. */
+export interface Services {
+  config: Config;
+  logger: Logger;
+  db: Database;
+  contract: Contract;
+  accounts: Accounts;
+}
