@@ -2,15 +2,11 @@
  * Every operation of the contract, by operationId. Operations whose issue has not landed answer
  * 501 `not_implemented` through `notImplemented`, so the table is complete and the compiler checks it.
  */
-import { NotImplemented } from '../errors.js';
+import { notImplemented } from '../http/dispatch.js';
 import type { Handlers } from '../http/handler-types.js';
 import { createApiToken, deleteApiToken, listApiTokens, login, logout, signup } from './auth.js';
 import { getHealth, getOpenApi, getReadiness, getRoot } from './meta.js';
 import { getCurrentUser } from './users.js';
-
-const notImplemented = async (): Promise<never> => {
-  throw new NotImplemented();
-};
 
 export const handlers: Handlers = {
   getRoot,

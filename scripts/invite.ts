@@ -1,0 +1,98 @@
+/**
+ * Operator command for invite codes: `npm run invite -- create [--uses N] [--expires-in-days D]`
+ * or `npm run invite -- list`. The new code is printed alone on the last line of stdout, for scripts.
+ */
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { loadConfig } from '../server/src/config.js';
+import { DataDirInUseError } from '../server/src/db/lock.js';
+import { checkCreateInviteCodeInput, InviteCodeInputError, type InviteCodeRow } from '../server/src/domain/invite-codes.js';
+import { withInviteCodeStore } from '../server/src/operator/client.js';
+
+const USAGE = `usage: npm run invite -- create [--uses N] [--expires-in-days D]
+       npm run invite -- list
+
+  create   makes a code admitting N accounts (1-1000000, default 1), valid for D days (1-3650, default: no expiry)
+  list     shows the codes (their first characters only; a code is shown in full once, when made)`;
+
+class UsageError extends Error {}
+
+function parse(argv: string[]) {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: { uses: { type: 'string' }, 'expires-in-days': { type: 'string' } },
+    });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const { positionals, values } = parsed;
+  const integer = (name: string, raw: string | undefined) => {
+    if (raw === undefined) return undefined;
+    if (!/^\d+$/.test(raw)) throw new UsageError(`--${name} must be a whole number, got "${raw}"`);
+    return Number(raw);
+  };
+  if (positionals.length !== 1) throw new UsageError('give exactly one command: create or list');
+  if (positionals[0] === 'list') {
+    if (values.uses !== undefined || values['expires-in-days'] !== undefined) throw new UsageError('list takes no options');
+    return { command: 'list' as const };
+  }
+  if (positionals[0] !== 'create') throw new UsageError(`unknown command "${positionals[0]}"`);
+  const input = { uses: integer('uses', values.uses), expiresInDays: integer('expires-in-days', values['expires-in-days']) };
+  try {
+    // Checked before the database is opened, which can take seconds.
+    return { command: 'create' as const, input: checkCreateInviteCodeInput(input) };
+  } catch (err) {
+    if (err instanceof InviteCodeInputError) throw new UsageError(err.message.replace('expires_in_days', '--expires-in-days').replace(/^uses/, '--uses'));
+    throw err;
+  }
+}
+
+function table(rows: InviteCodeRow[]): string {
+  const day = (d: Date | null) => (d === null ? 'never' : d.toISOString().slice(0, 16).replace('T', ' '));
+  const lines = [
+    ['CODE', 'USES LEFT', 'EXPIRES (UTC)', 'CREATED (UTC)', 'ID'],
+    ...rows.map((r) => [`${r.hint}…`, `${r.uses_left}/${r.uses_total}`, day(r.expires_at), day(r.created_at), r.id]),
+  ];
+  const widths = lines[0]!.map((_, i) => Math.max(...lines.map((l) => l[i]!.length)));
+  return lines.map((l) => l.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+}
+
+async function main(): Promise<number> {
+  let args;
+  try {
+    args = parse(process.argv.slice(2));
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    console.error(`${err.message}\n\n${USAGE}`);
+    return 2;
+  }
+  const config = loadConfig();
+  // Logs go to stderr, so stdout carries only the answer; never the code itself.
+  const logger = pino({ level: process.env.LOG_LEVEL || 'warn', base: { service: 'signalboard' } }, pino.destination(2));
+  return withInviteCodeStore(config, logger, async (store) => {
+    if (args.command === 'list') {
+      const rows = await store.list();
+      console.log(rows.length === 0 ? 'No invite codes yet.' : table(rows));
+      return 0;
+    }
+    const created = await store.create(args.input);
+    const expiry = created.expires_at ? `expires ${created.expires_at.toISOString()}` : 'never expires';
+    console.log(`Invite code for ${created.uses} account${created.uses === 1 ? '' : 's'}, ${expiry}; made by ${store.via}. Shown only this once:`);
+    console.log(created.code);
+    return 0;
+  });
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    const known = err instanceof DataDirInUseError || err instanceof InviteCodeInputError;
+    console.error(`invite: ${known ? (err as Error).message : err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    process.exitCode = 1;
+  },
+);
