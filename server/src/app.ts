@@ -1,6 +1,7 @@
 /** The Koa app: middleware in order, nothing else. */
 import Koa from 'koa';
 import { handlers } from './handlers/index.js';
+import { cdn } from './http/cdn.js';
 import { dispatch } from './http/dispatch.js';
 import { envelope } from './http/envelope.js';
 import { requestLog } from './http/request-log.js';
@@ -11,6 +12,7 @@ export function createApp(services: Services): Koa {
   app.silent = true; // errors are logged once, by the envelope middleware
   app.use(requestLog(services.logger));
   app.use(envelope());
+  app.use(cdn(services.icons));
   app.use(dispatch(services.contract, handlers, services));
   return app;
 }

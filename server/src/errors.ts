@@ -88,6 +88,12 @@ export class NotImplemented extends ApiError {
   }
 }
 
+export class BillingUnavailable extends ApiError {
+  constructor() {
+    super(502, 'billing_unavailable', 'The payment provider could not be reached or failed; nothing was changed.');
+  }
+}
+
 export class Unavailable extends ApiError {
   constructor(message = 'The service is temporarily unavailable; retry later.') {
     super(503, 'unavailable', message);

@@ -4,14 +4,17 @@
  * main.ts and by the tests, which run the same server in their own process.
  */
 import http from 'node:http';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
 import { openDatabase, type Database } from './db/orm.js';
+import { billingOff } from './billing/index.js';
 import { Accounts } from './domain/accounts.js';
 import { Contract } from './http/contract.js';
 import type { Logger } from './logger.js';
 import { startOperatorChannel } from './operator/channel.js';
+import { IconStore } from './storage/icons.js';
 
 export interface RunningServer {
   url: string;
@@ -21,7 +24,10 @@ export interface RunningServer {
 
 export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
   const [db, contract] = await Promise.all([openDatabase(config, logger), Contract.load()]);
-  const services = { config, logger, db, contract, accounts: new Accounts(config.bcryptRounds) };
+  let url = '';
+  // The service's own /cdn address is known once it listens; CDN_URL, when set, replaces it.
+  const icons = new IconStore(path.join(config.dataDir, 'icons'), () => config.cdnUrl ?? `${url}/cdn`);
+  const services = { config, logger, db, contract, accounts: new Accounts(config.bcryptRounds), icons, billing: billingOff };
   const server = http.createServer(createApp(services).callback());
   server.requestTimeout = 30_000;
   server.headersTimeout = 10_000;
@@ -39,7 +45,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
 
   const { port } = server.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   logger.info({ url, port, database: db.description }, 'listening');
 
   let closing: Promise<void> | undefined;

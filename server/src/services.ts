@@ -2,7 +2,9 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Database } from './db/orm.js';
 import type { Accounts } from './domain/accounts.js';
+import type { SubscriptionCanceller } from './domain/projects.js';
 import type { Contract } from './http/contract.js';
+import type { IconStore } from './storage/icons.js';
 
 /** What handlers may reach beyond their request: built once in main.ts. */
 export interface Services {
@@ -11,4 +13,6 @@ export interface Services {
   db: Database;
   contract: Contract;
   accounts: Accounts;
+  icons: IconStore;
+  billing: SubscriptionCanceller;
 }

@@ -411,8 +411,8 @@ export interface paths {
         };
         get?: never;
         /**
-         * @description The invitee accepts: it becomes a member and the invite is gone. Only the invitee may call it
-         *     (anyone else: 404, as for a project it cannot see). Answers the project.
+         * @description The invitee accepts: it becomes a member and the invite is gone; answers the project. Only the
+         *     invitee may accept: a member naming someone else gets 403 `forbidden`, anyone else 404.
          */
         put: operations["acceptInvite"];
         post?: never;
@@ -678,7 +678,8 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             id: components["schemas"]["Id"];
-            invited_by: components["schemas"]["Member"];
+            /** @description Who invited; null when that account no longer exists. */
+            invited_by: components["schemas"]["Member"] | null;
             /** @description The invited user. */
             user: components["schemas"]["Member"];
         };
@@ -752,7 +753,8 @@ export interface components {
         ReceivedInvite: {
             /** Format: date-time */
             created_at: string;
-            invited_by: components["schemas"]["Member"];
+            /** @description Who invited; null when that account no longer exists. */
+            invited_by: components["schemas"]["Member"] | null;
             project: {
                 icon: string | null;
                 name: string;
@@ -3845,6 +3847,15 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

@@ -77,9 +77,113 @@ export const InviteCode = defineEntity({
   checks: [{ name: 'invite_codes_uses_left_check', expression: 'uses_left >= 0' }],
 });
 
+export const Project = defineEntity({
+  name: 'Project',
+  tableName: 'projects',
+  properties: {
+    id: id(),
+    namespace: p.text().unique(),
+    name: p.text(),
+    /** The icon's key in the icon store (its SHA-256), or null. */
+    icon: p.string().columnType('char(64)').nullable(),
+    tier: p.integer().default(0),
+    billingId: p.text().nullable().unique(),
+    createdAt: createdAt(),
+    updatedAt: timestamp().onCreate(() => new Date()).onUpdate(() => new Date()),
+    members: () => p.oneToMany(ProjectMember).mappedBy('project'),
+    feeds: () => p.oneToMany(Feed).mappedBy('project'),
+  },
+  checks: [{ name: 'projects_tier_check', expression: 'tier >= 0' }],
+});
+
+/** A user's place in a project. The owner is a member too, with role 'owner' (exactly one per project). */
+export const ProjectMember = defineEntity({
+  name: 'ProjectMember',
+  tableName: 'project_members',
+  properties: {
+    id: id(),
+    project: () => p.manyToOne(Project).deleteRule('cascade').updateRule('no action'),
+    user: () => p.manyToOne(User).deleteRule('cascade').updateRule('no action').index(),
+    role: p.enum(['owner', 'member'] as const),
+    createdAt: createdAt(),
+  },
+  uniques: [
+    { name: 'project_members_project_user_unique', properties: ['project', 'user'] },
+    { name: 'project_members_one_owner', expression: `create unique index project_members_one_owner on project_members (project_id) where role = 'owner'` },
+  ],
+  checks: [{ name: 'project_members_role_check', expression: `role in ('owner', 'member')` }],
+});
+
+export const Feed = defineEntity({
+  name: 'Feed',
+  tableName: 'feeds',
+  properties: {
+    id: id(),
+    project: () => p.manyToOne(Project).deleteRule('cascade').updateRule('no action'),
+    name: p.text(),
+    description: p.text().nullable(),
+    emoji: p.text().nullable(),
+    type: p.integer().default(0),
+    createdAt: createdAt(),
+  },
+  uniques: [{ name: 'feeds_project_name_unique', properties: ['project', 'name'] }],
+});
+
+/** A pending invite of `user` to `project`; accepting turns it into a ProjectMember. */
+export const ProjectInvite = defineEntity({
+  name: 'ProjectInvite',
+  tableName: 'project_invites',
+  properties: {
+    id: id(),
+    project: () => p.manyToOne(Project).deleteRule('cascade').updateRule('no action'),
+    user: () => p.manyToOne(User).deleteRule('cascade').updateRule('no action').index(),
+    invitedBy: () => p.manyToOne(User).nullable().deleteRule('set null').updateRule('no action'),
+    createdAt: createdAt(),
+  },
+  uniques: [{ name: 'project_invites_project_user_unique', properties: ['project', 'user'] }],
+});
+
+export type InsightValue = number | boolean | string;
+
+export const Insight = defineEntity({
+  name: 'Insight',
+  tableName: 'insights',
+  properties: {
+    id: id(),
+    project: () => p.manyToOne(Project).deleteRule('cascade').updateRule('no action'),
+    title: p.text(),
+    value: p.json<InsightValue>(),
+    emoji: p.text().nullable(),
+    createdAt: createdAt(),
+    updatedAt: timestamp().onCreate(() => new Date()).onUpdate(() => new Date()),
+  },
+  indexes: [{ name: 'insights_project_id_id_index', properties: ['project', 'id'] }],
+});
+
+/** The project's append-only log; `actor` is null for the system or a deleted account. */
+export const Activity = defineEntity({
+  name: 'Activity',
+  tableName: 'activity',
+  properties: {
+    id: id(),
+    project: () => p.manyToOne(Project).deleteRule('cascade').updateRule('no action'),
+    type: p.text(),
+    actor: () => p.manyToOne(User).nullable().deleteRule('set null').updateRule('no action'),
+    data: p.json<Record<string, unknown>>(),
+    createdAt: createdAt(),
+  },
+  indexes: [{ name: 'activity_project_id_id_index', properties: ['project', 'id'] }],
+});
+
 export type User = InferEntity<typeof User>;
 export type Session = InferEntity<typeof Session>;
 export type ApiToken = InferEntity<typeof ApiToken>;
 export type InviteCode = InferEntity<typeof InviteCode>;
+export type Project = InferEntity<typeof Project>;
+export type ProjectMember = InferEntity<typeof ProjectMember>;
+export type Feed = InferEntity<typeof Feed>;
+export type ProjectInvite = InferEntity<typeof ProjectInvite>;
+export type Insight = InferEntity<typeof Insight>;
+export type Activity = InferEntity<typeof Activity>;
 
-export const entities = [User, Session, ApiToken, InviteCode];
+export const entities = [User, Session, ApiToken, InviteCode, Project, ProjectMember, Feed, ProjectInvite, Insight, Activity];

@@ -3,9 +3,10 @@
  * transaction opens, so a slow hash never holds a database connection.
  */
 import bcrypt from 'bcryptjs';
-import { raw, UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/postgresql';
+import { raw, type EntityManager } from '@mikro-orm/postgresql';
 import { User } from '../db/entities.js';
-import { Conflict, InvalidInvite, InvalidRequest, Unauthenticated } from '../errors.js';
+import { InvalidInvite, InvalidRequest, Unauthenticated } from '../errors.js';
+import { conflictOn } from './unique.js';
 import { redeemInviteCode } from './invite-codes.js';
 import { openSession, type Device } from './credentials.js';
 
@@ -32,26 +33,19 @@ export class Accounts {
       throw InvalidRequest.field('/body/password', `must be at most ${MAX_PASSWORD_BYTES} bytes in UTF-8`);
     }
     const passwordHash = await bcrypt.hash(input.password, this.bcryptRounds);
-    try {
-      return await em.transactional(async (tx) => {
+    const create = () =>
+      em.transactional(async (tx) => {
         // Taken first and in the same transaction: a failed sign-up gives the use back.
         if (!(await redeemInviteCode(tx, input.invite))) throw new InvalidInvite();
-        const now = new Date();
-        const user = tx.create(User, {
-          username: input.username.toLowerCase(),
-          email: input.email,
-          passwordHash,
-          icon: null,
-          createdAt: now,
-          updatedAt: now,
-        });
+        const user = tx.create(User, { username: input.username.toLowerCase(), email: input.email, passwordHash, icon: null });
         const { session, token } = openSession(tx, user, device);
         await tx.flush();
         return { user, session, token };
       });
-    } catch (error) {
-      throw toConflict(error);
-    }
+    return conflictOn(create, {
+      users_username_unique: ['username_taken', 'This username is taken.'],
+      users_email_lower_unique: ['email_taken', 'An account with this email address exists.'],
+    });
   }
 
   async login(em: EntityManager, login: string, password: string, device: Device) {
@@ -63,13 +57,4 @@ export class Accounts {
     await em.flush();
     return { user, session, token };
   }
-}
-
-/** Unique violations name their constraint; the message itself holds values and is never passed on. */
-function toConflict(error: unknown): unknown {
-  if (!(error instanceof UniqueConstraintViolationException)) return error;
-  const constraint = (error as { constraint?: string }).constraint ?? '';
-  if (constraint.includes('username')) return new Conflict('username_taken', 'This username is taken.');
-  if (constraint.includes('email')) return new Conflict('email_taken', 'An account with this email address exists.');
-  return error;
 }

@@ -7,6 +7,11 @@ import type { Handlers } from '../http/handler-types.js';
 import { createApiToken, deleteApiToken, listApiTokens, login, logout, signup } from './auth.js';
 import { getHealth, getOpenApi, getReadiness, getRoot } from './meta.js';
 import { getCurrentUser } from './users.js';
+import { listActivity } from './activity.js';
+import { createInsight, deleteInsight, listInsights, updateInsight } from './insights.js';
+import { acceptInvite, createInvite, deleteInvite, listInvites, listReceivedInvites } from './invites.js';
+import { removeMember } from './members.js';
+import { createProject, deleteProject, getProject, listProjects, updateProject } from './projects.js';
 
 export const handlers: Handlers = {
   getRoot,
@@ -20,22 +25,22 @@ export const handlers: Handlers = {
   listApiTokens,
   deleteApiToken,
   getCurrentUser,
-  listReceivedInvites: notImplemented,
-  createProject: notImplemented,
-  listProjects: notImplemented,
-  getProject: notImplemented,
-  updateProject: notImplemented,
-  deleteProject: notImplemented,
-  removeMember: notImplemented,
-  createInvite: notImplemented,
-  listInvites: notImplemented,
-  acceptInvite: notImplemented,
-  deleteInvite: notImplemented,
-  createInsight: notImplemented,
-  listInsights: notImplemented,
-  updateInsight: notImplemented,
-  deleteInsight: notImplemented,
-  listActivity: notImplemented,
+  listReceivedInvites,
+  createProject,
+  listProjects,
+  getProject,
+  updateProject,
+  deleteProject,
+  removeMember,
+  createInvite,
+  listInvites,
+  acceptInvite,
+  deleteInvite,
+  createInsight,
+  listInsights,
+  updateInsight,
+  deleteInsight,
+  listActivity,
   listFeeds: notImplemented,
   createFeed: notImplemented,
   updateFeed: notImplemented,

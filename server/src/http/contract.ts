@@ -141,15 +141,14 @@ export class Contract {
       return { ok: true, query: (result.coerced?.query ?? {}) as Record<string, unknown>, params: (result.coerced?.params ?? params) as Record<string, unknown> };
     }
     const details = (result.errors ?? []).map((error): ErrorDetail => {
-      const where = error.instancePath.replace(/^\/requestBody/, '/body').replace(/^\/header\//, '/headers/') || '/body';
-      if (error.keyword === 'additionalProperties') {
-        const field = (error.params as { additionalProperty?: string }).additionalProperty;
-        return { path: `${where}/${field}`, message: 'is not a field of this request' };
+      const where = error.instancePath.replace(/^\/requestBody/, '/body').replace(/^\/header\//, '/headers/');
+      const params = error.params as { additionalProperty?: string; missingProperty?: string };
+      if (error.keyword === 'additionalProperties') return { path: `${where}/${params.additionalProperty}`, message: 'is not a field of this request' };
+      if (error.keyword === 'required') {
+        if (where === '' && params.missingProperty === 'requestBody') return { path: '/body', message: 'a JSON body is required' };
+        return { path: `${where}/${params.missingProperty}`, message: 'is required' };
       }
-      if (error.keyword === 'required' && where === '/body' && error.instancePath === '') {
-        return { path: '/body', message: 'a JSON body is required' };
-      }
-      return { path: where, message: error.message ?? 'is invalid' };
+      return { path: where || '/body', message: error.message ?? 'is invalid' };
     });
     return { ok: false, details: dedupe(details) };
   }

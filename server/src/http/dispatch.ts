@@ -46,6 +46,7 @@ export function dispatch(contract: Contract, handlers: Handlers, services: Servi
       params: checked.params,
       query: checked.query,
       body,
+      rawBody: op.hasBody ? ctx.request.rawBody : undefined,
       get caller(): Caller {
         if (!caller) throw new Internal();
         return caller;

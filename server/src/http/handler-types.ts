@@ -31,6 +31,8 @@ export interface HandlerContext<K extends OperationId> {
   params: PathParams<K>;
   query: QueryParams<K>;
   body: RequestBody<K>;
+  /** The body exactly as received, for signature checks (the Stripe webhook). */
+  rawBody: string | undefined;
   /** The authenticated caller; reading it on a public operation is a programming error. */
   readonly caller: Caller;
   /** The raw `Authorization` header, for the public operations that must look at it (sign-up). */

@@ -1,0 +1,32 @@
+/** The project's append-only log. Records are written with the change they describe, in its transaction. */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { Activity, type Project, type User } from '../db/entities.js';
+import { decodeCursor, type PageRequest } from './pagination.js';
+
+export type ActivityType =
+  | 'project.created'
+  | 'project.updated'
+  | 'member.joined'
+  | 'member.removed'
+  | 'member.left'
+  | 'invite.created'
+  | 'invite.revoked'
+  | 'invite.declined'
+  | 'insight.created'
+  | 'insight.updated'
+  | 'insight.deleted'
+  | 'billing.changed';
+
+/** Adds a record to the unit of work of `em`: it is written by that transaction's flush, or not at all. */
+export function recordActivity(em: EntityManager, project: Project, actor: User | null, type: ActivityType, data: Record<string, unknown>): void {
+  em.create(Activity, { project, actor, type, data });
+}
+
+export async function listActivity(em: EntityManager, project: Project, page: PageRequest): Promise<Activity[]> {
+  const below = decodeCursor(page.cursor);
+  return em.find(
+    Activity,
+    { project, ...(below ? { id: { $lt: below } } : {}) },
+    { orderBy: { id: 'desc' }, limit: page.limit + 1, populate: ['actor'] },
+  );
+}

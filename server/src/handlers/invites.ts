@@ -1,0 +1,37 @@
+import type { Handler } from '../http/handler-types.js';
+import { acceptInvite as accept, createInvite as create, deleteInvite as remove, listInvites as list, listReceivedInvites as received } from '../domain/members.js';
+import { pageRequest, toPage } from '../domain/pagination.js';
+import { loadProject } from '../domain/projects.js';
+import { authorize } from '../policies/project.js';
+import { presentInvite, presentProject, presentReceivedInvite } from '../presenters/project.js';
+
+export const createInvite: Handler<'createInvite'> = async ({ params, body, caller, em, services }) => {
+  const { project } = await authorize(em, caller, params.namespace, 'invite.create');
+  const invite = await create(em, caller.user, project, body.username);
+  return { status: 201, data: presentInvite(invite, services.icons) };
+};
+
+export const listInvites: Handler<'listInvites'> = async ({ params, query, caller, em, services }) => {
+  const { project } = await authorize(em, caller, params.namespace, 'invite.list');
+  const page = pageRequest(query);
+  const invites = await list(em, project, page);
+  return { status: 200, data: toPage(invites, page.limit, (invite) => presentInvite(invite, services.icons)) };
+};
+
+export const acceptInvite: Handler<'acceptInvite'> = async ({ params, caller, em, services }) => {
+  const { project, invite } = await authorize(em, caller, params.namespace, 'invite.accept', params.username);
+  await accept(em, caller.user, invite!);
+  return { status: 200, data: presentProject(await loadProject(em, project.id), services.icons) };
+};
+
+export const deleteInvite: Handler<'deleteInvite'> = async ({ params, caller, em }) => {
+  const { project } = await authorize(em, caller, params.namespace, 'invite.delete', params.username);
+  await remove(em, caller.user, project, params.username);
+  return { status: 204 };
+};
+
+export const listReceivedInvites: Handler<'listReceivedInvites'> = async ({ query, caller, em, services }) => {
+  const page = pageRequest(query);
+  const invites = await received(em, caller.user, page);
+  return { status: 200, data: toPage(invites, page.limit, (invite) => presentReceivedInvite(invite, services.icons)) };
+};

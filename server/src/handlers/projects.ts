@@ -1,0 +1,34 @@
+import type { Handler } from '../http/handler-types.js';
+import { pageRequest, toPage } from '../domain/pagination.js';
+import { createProject as create, deleteProject as remove, listProjects as list, loadProject, updateProject as update } from '../domain/projects.js';
+import { NotFound } from '../errors.js';
+import { authorize } from '../policies/project.js';
+import { presentProject } from '../presenters/project.js';
+
+export const createProject: Handler<'createProject'> = async ({ body, caller, em, services }) => {
+  const project = await create(em, services.icons, caller.user, body);
+  return { status: 201, data: presentProject(project, services.icons) };
+};
+
+export const listProjects: Handler<'listProjects'> = async ({ query, caller, em, services }) => {
+  const page = pageRequest(query);
+  const projects = await list(em, caller.user, page);
+  return { status: 200, data: toPage(projects, page.limit, (project) => presentProject(project, services.icons)) };
+};
+
+export const getProject: Handler<'getProject'> = async ({ params, caller, em, services }) => {
+  const { project } = await authorize(em, caller, params.namespace, 'project.read');
+  return { status: 200, data: presentProject(await loadProject(em, project.id), services.icons) };
+};
+
+export const updateProject: Handler<'updateProject'> = async ({ params, body, caller, em, services }) => {
+  const { project } = await authorize(em, caller, params.namespace, 'project.update');
+  const updated = await update(em, services.icons, caller.user, project, body);
+  return { status: 200, data: presentProject(updated, services.icons) };
+};
+
+export const deleteProject: Handler<'deleteProject'> = async ({ params, caller, em, services }) => {
+  const { project } = await authorize(em, caller, params.namespace, 'project.delete');
+  if (!(await remove(em, services.billing, project))) throw new NotFound('No project with this namespace.');
+  return { status: 204 };
+};

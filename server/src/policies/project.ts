@@ -1,0 +1,82 @@
+/**
+ * Who may do what on a project: the one table of rules every project route goes through.
+ *
+ * - A project the caller is not a member of does not exist for it: 404, whatever the action, so a
+ *   non-member never learns that a namespace is in use by probing routes.
+ * - A member asking for an owner's action gets 403 `not_owner`.
+ * - A pending invitee is not a member: it reaches only its own invite (accept, decline).
+ * - Which credential kind a route takes (session token or API token too) is not decided here but
+ *   by the contract's `x-session-only`, enforced for every route in http/auth.ts before this runs.
+ */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { Project, ProjectInvite, ProjectMember } from '../db/entities.js';
+import type { Caller } from '../domain/credentials.js';
+import { Forbidden, NotFound } from '../errors.js';
+
+/** Who may act: any member; the owner alone; the owner or the member the route names (leaving);
+ * the invitee the route names; the owner or that invitee. */
+type Rule = 'member' | 'owner' | 'owner-or-self' | 'invitee' | 'owner-or-invitee';
+
+export const PROJECT_RULES = {
+  'project.read': 'member',
+  'project.update': 'owner',
+  'project.delete': 'owner',
+  'member.remove': 'owner-or-self',
+  'invite.create': 'owner',
+  'invite.list': 'member',
+  'invite.accept': 'invitee',
+  'invite.delete': 'owner-or-invitee',
+  'insight.create': 'member',
+  'insight.list': 'member',
+  'insight.update': 'member',
+  'insight.delete': 'member',
+  'activity.list': 'member',
+} as const satisfies Record<string, Rule>;
+
+export type ProjectAction = keyof typeof PROJECT_RULES;
+
+export interface ProjectAccess {
+  project: Project;
+  /** The caller's role, or undefined for an invitee acting on its own invite. */
+  role: ProjectMember['role'] | undefined;
+  /** The caller's pending invite, loaded for the invitee's own invite routes. */
+  invite: ProjectInvite | undefined;
+}
+
+const projectNotFound = () => new NotFound('No project with this namespace.');
+
+/**
+ * Loads the project the route names and checks the caller may do `action` on it; throws 404/403
+ * otherwise. `subject` is the username a member or invite route names.
+ */
+export async function authorize(
+  em: EntityManager,
+  caller: Caller,
+  namespace: string,
+  action: ProjectAction,
+  subject?: string,
+): Promise<ProjectAccess> {
+  const rule: Rule = PROJECT_RULES[action];
+  const project = await em.findOne(Project, { namespace });
+  if (!project) throw projectNotFound();
+  const membership = await em.findOne(ProjectMember, { project, user: caller.user });
+  const role = membership?.role;
+  const isSelf = subject !== undefined && subject.toLowerCase() === caller.user.username;
+
+  if (rule === 'invitee' || rule === 'owner-or-invitee') {
+    const invite = isSelf ? (await em.findOne(ProjectInvite, { project, user: caller.user })) ?? undefined : undefined;
+    if (invite) return { project, role, invite };
+    if (!role) throw projectNotFound();
+    if (isSelf) throw new NotFound('You have no pending invite to this project.');
+    if (rule === 'invitee') throw new Forbidden('forbidden', 'Only the invited user can accept an invite.');
+    if (role !== 'owner') throw new Forbidden('not_owner', "Only the project's owner can revoke another user's invite.");
+    return { project, role, invite: undefined };
+  }
+
+  if (!role) throw projectNotFound();
+  if (rule === 'owner' && role !== 'owner') throw new Forbidden('not_owner', "Only the project's owner can do this.");
+  if (rule === 'owner-or-self' && role !== 'owner' && !isSelf) {
+    throw new Forbidden('not_owner', "Only the project's owner can remove another member.");
+  }
+  return { project, role, invite: undefined };
+}

@@ -1,0 +1,81 @@
+/**
+ * Projects and what hangs off them, on the wire. Fields are picked one by one; a member shows
+ * only id, username, icon and role: never an email or anything secret.
+ */
+import type { components } from '../../../sdk/src/generated/openapi.js';
+import type { Activity, Feed, Insight, Project, ProjectInvite, ProjectMember, User } from '../db/entities.js';
+import type { IconStore } from '../storage/icons.js';
+
+type Schemas = components['schemas'];
+
+/** Turns icon keys into public addresses (`{CDN_URL}/icons/<sha256>.png`). */
+export type IconUrls = Pick<IconStore, 'url'>;
+
+export function presentMember(user: User, icons: IconUrls, role?: ProjectMember['role']): Schemas['Member'] {
+  return { id: user.id, username: user.username, icon: icons.url(user.icon), ...(role ? { role } : {}) };
+}
+
+export function presentFeed(feed: Feed): Schemas['Feed'] {
+  return { id: feed.id, name: feed.name, description: feed.description ?? null, emoji: feed.emoji ?? null, type: feed.type };
+}
+
+/** `project` must be loaded with PROJECT_VIEW (members with their users, and feeds). */
+export function presentProject(project: Project, icons: IconUrls): Schemas['Project'] {
+  return {
+    id: project.id,
+    namespace: project.namespace,
+    name: project.name,
+    icon: icons.url(project.icon),
+    tier: project.tier,
+    billing_id: project.billingId ?? null,
+    feeds: project.feeds.getItems().map(presentFeed),
+    members: project.members
+      .getItems()
+      .sort((a, b) => Number(b.role === 'owner') - Number(a.role === 'owner'))
+      .map((member) => presentMember(member.user, icons, member.role)),
+    created_at: project.createdAt.toISOString(),
+  };
+}
+
+export function presentInvite(invite: ProjectInvite, icons: IconUrls): Schemas['Invite'] {
+  return {
+    id: invite.id,
+    user: presentMember(invite.user, icons),
+    invited_by: invitedBy(invite, icons),
+    created_at: invite.createdAt.toISOString(),
+  };
+}
+
+export function presentReceivedInvite(invite: ProjectInvite, icons: IconUrls): Schemas['ReceivedInvite'] {
+  const { project } = invite;
+  return {
+    project: { namespace: project.namespace, name: project.name, icon: icons.url(project.icon) },
+    invited_by: invitedBy(invite, icons),
+    created_at: invite.createdAt.toISOString(),
+  };
+}
+
+function invitedBy(invite: ProjectInvite, icons: IconUrls): Schemas['Member'] | null {
+  return invite.invitedBy ? presentMember(invite.invitedBy, icons) : null;
+}
+
+export function presentInsight(insight: Insight): Schemas['Insight'] {
+  return {
+    id: insight.id,
+    title: insight.title,
+    value: insight.value,
+    emoji: insight.emoji ?? null,
+    created_at: insight.createdAt.toISOString(),
+    updated_at: insight.updatedAt.toISOString(),
+  };
+}
+
+export function presentActivity(activity: Activity, icons: IconUrls): Schemas['Activity'] {
+  return {
+    id: activity.id,
+    type: activity.type,
+    actor: activity.actor ? presentMember(activity.actor, icons) : null,
+    data: activity.data,
+    created_at: activity.createdAt.toISOString(),
+  };
+}
