@@ -129,6 +129,30 @@ export const Feed = defineEntity({
   uniques: [{ name: 'feeds_project_name_unique', properties: ['project', 'name'] }],
 });
 
+export type TagValue = string | number | boolean;
+
+/** Something that happened in the user's own product, published to one of the project's feeds. */
+export const Event = defineEntity({
+  name: 'Event',
+  tableName: 'events',
+  properties: {
+    id: id(),
+    project: () => p.manyToOne(Project).deleteRule('cascade').updateRule('no action'),
+    feed: () => p.manyToOne(Feed).deleteRule('cascade').updateRule('no action'),
+    event: p.text(),
+    description: p.text().nullable(),
+    emoji: p.text().nullable(),
+    tags: p.json<Record<string, TagValue>>(),
+    timestamp: timestamp(),
+    createdAt: createdAt(),
+  },
+  indexes: [
+    { name: 'events_project_id_id_index', properties: ['project', 'id'] },
+    { name: 'events_feed_id_id_index', properties: ['feed', 'id'] },
+    { name: 'events_tags_index', expression: 'create index events_tags_index on events using gin (tags jsonb_path_ops)' },
+  ],
+});
+
 /** A pending invite of `user` to `project`; accepting turns it into a ProjectMember. */
 export const ProjectInvite = defineEntity({
   name: 'ProjectInvite',
@@ -185,5 +209,6 @@ export type Feed = InferEntity<typeof Feed>;
 export type ProjectInvite = InferEntity<typeof ProjectInvite>;
 export type Insight = InferEntity<typeof Insight>;
 export type Activity = InferEntity<typeof Activity>;
+export type Event = InferEntity<typeof Event>;
 
-export const entities = [User, Session, ApiToken, InviteCode, Project, ProjectMember, Feed, ProjectInvite, Insight, Activity];
+export const entities = [User, Session, ApiToken, InviteCode, Project, ProjectMember, Feed, ProjectInvite, Insight, Activity, Event];

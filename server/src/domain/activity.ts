@@ -15,6 +15,9 @@ export type ActivityType =
   | 'insight.created'
   | 'insight.updated'
   | 'insight.deleted'
+  | 'feed.created'
+  | 'feed.updated'
+  | 'feed.deleted'
   | 'billing.changed';
 
 /** Adds a record to the unit of work of `em`: it is written by that transaction's flush, or not at all. */

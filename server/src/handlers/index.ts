@@ -8,6 +8,8 @@ import { createApiToken, deleteApiToken, listApiTokens, login, logout, signup } 
 import { getHealth, getOpenApi, getReadiness, getRoot } from './meta.js';
 import { getCurrentUser } from './users.js';
 import { listActivity } from './activity.js';
+import { listEvents, publishEvent } from './events.js';
+import { createFeed, deleteFeed, listFeeds, updateFeed } from './feeds.js';
 import { createInsight, deleteInsight, listInsights, updateInsight } from './insights.js';
 import { acceptInvite, createInvite, deleteInvite, listInvites, listReceivedInvites } from './invites.js';
 import { removeMember } from './members.js';
@@ -41,12 +43,12 @@ export const handlers: Handlers = {
   updateInsight,
   deleteInsight,
   listActivity,
-  listFeeds: notImplemented,
-  createFeed: notImplemented,
-  updateFeed: notImplemented,
-  deleteFeed: notImplemented,
-  publishEvent: notImplemented,
-  listEvents: notImplemented,
+  listFeeds,
+  createFeed,
+  updateFeed,
+  deleteFeed,
+  publishEvent,
+  listEvents,
   streamEvents: notImplemented,
   stripeWebhook: notImplemented,
 };

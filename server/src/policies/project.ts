@@ -31,6 +31,13 @@ export const PROJECT_RULES = {
   'insight.update': 'member',
   'insight.delete': 'member',
   'activity.list': 'member',
+  'feed.list': 'member',
+  'feed.create': 'member',
+  'feed.update': 'member',
+  'feed.delete': 'member',
+  'event.publish': 'member',
+  'event.list': 'member',
+  'event.stream': 'member',
 } as const satisfies Record<string, Rule>;
 
 export type ProjectAction = keyof typeof PROJECT_RULES;

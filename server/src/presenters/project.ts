@@ -3,7 +3,7 @@
  * only id, username, icon and role: never an email or anything secret.
  */
 import type { components } from '../../../sdk/src/generated/openapi.js';
-import type { Activity, Feed, Insight, Project, ProjectInvite, ProjectMember, User } from '../db/entities.js';
+import type { Activity, Event, Feed, Insight, Project, ProjectInvite, ProjectMember, User } from '../db/entities.js';
 import type { IconStore } from '../storage/icons.js';
 
 type Schemas = components['schemas'];
@@ -77,5 +77,19 @@ export function presentActivity(activity: Activity, icons: IconUrls): Schemas['A
     actor: activity.actor ? presentMember(activity.actor, icons) : null,
     data: activity.data,
     created_at: activity.createdAt.toISOString(),
+  };
+}
+
+/** `event` must be loaded with its feed. */
+export function presentEvent(event: Event): Schemas['Event'] {
+  return {
+    id: event.id,
+    feed: event.feed.name,
+    event: event.event,
+    description: event.description ?? null,
+    emoji: event.emoji ?? null,
+    tags: event.tags,
+    timestamp: event.timestamp.toISOString(),
+    created_at: event.createdAt.toISOString(),
   };
 }
