@@ -72,7 +72,8 @@ export class Conflict extends ApiError {
 
 export class PayloadTooLarge extends ApiError {
   constructor() {
-    super(413, 'payload_too_large', 'The body is larger than 1 MiB.');
+    // The rest of the body is never read, so the connection cannot carry another request.
+    super(413, 'payload_too_large', 'The body is larger than 1 MiB.', undefined, { Connection: 'close' });
   }
 }
 

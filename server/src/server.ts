@@ -9,12 +9,14 @@ import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
 import { openDatabase, type Database } from './db/orm.js';
-import { billingOff } from './billing/index.js';
+import { createBilling } from './billing/index.js';
 import { Accounts } from './domain/accounts.js';
 import { Contract } from './http/contract.js';
 import type { Logger } from './logger.js';
 import { startOperatorChannel } from './operator/channel.js';
 import { IconStore } from './storage/icons.js';
+import { LocalBus, PostgresBus, type BusMessage, type EventBus } from './live/bus.js';
+import { LiveStreams } from './live/streams.js';
 
 export interface RunningServer {
   url: string;
@@ -27,7 +29,14 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   let url = '';
   // The service's own /cdn address is known once it listens; CDN_URL, when set, replaces it.
   const icons = new IconStore(path.join(config.dataDir, 'icons'), () => config.cdnUrl ?? `${url}/cdn`);
-  const services = { config, logger, db, contract, accounts: new Accounts(config.bcryptRounds), icons, billing: billingOff };
+  const bus: EventBus = db.kind === 'postgresql'
+    ? await PostgresBus.start(config.databaseUrl!, (sql, params) => db.orm.em.getConnection().execute(sql, params), logger)
+    : new LocalBus();
+  const live = new LiveStreams(db.orm, bus, logger, { heartbeatMs: 15_000, maxBufferedBytes: 1024 * 1024 });
+  const announce = (message: BusMessage) => {
+    bus.announce(message).catch((error: unknown) => logger.warn({ err: { type: (error as Error).name }, kind: message.kind }, 'live announce failed'));
+  };
+  const services = { config, logger, db, contract, accounts: new Accounts(config.bcryptRounds), icons, billing: createBilling(config.stripe, logger), live, announce };
   const server = http.createServer(createApp(services).callback());
   server.requestTimeout = 30_000;
   server.headersTimeout = 10_000;
@@ -55,6 +64,8 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     close: () =>
       (closing ??= (async () => {
         await channel?.close();
+        live.close();
+        await bus.close();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();

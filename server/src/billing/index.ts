@@ -1,13 +1,28 @@
 /**
- * The billing adapter behind a small interface. Until Stripe is wired in (and whenever no key is
- * configured), billing is off: a project that somehow carries a subscription cannot be deleted,
- * since no paying subscription may outlive its project.
+ * The billing adapter behind the small interface the domain uses (`SubscriptionCanceller`:
+ * cancel a subscription, verify a webhook delivery). With no `STRIPE_SECRET_KEY`, billing is off:
+ * nothing calls Stripe, the webhook answers 503, and a project that carries a subscription cannot
+ * be deleted (502), since no paying subscription may outlive its project.
  */
+import type { Config } from '../config.js';
 import type { SubscriptionCanceller } from '../domain/projects.js';
-import { BillingUnavailable } from '../errors.js';
+import { BillingUnavailable, Unavailable } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { StripeBilling } from './stripe.js';
 
 export const billingOff: SubscriptionCanceller = {
   async cancelSubscription() {
     throw new BillingUnavailable();
   },
+  verifyEvent() {
+    throw new Unavailable('Billing is not configured on this server (no STRIPE_SECRET_KEY); the webhook is off.');
+  },
 };
+
+/** Stripe when a secret key is configured, otherwise billing off. */
+export function createBilling(settings: Config['stripe'], logger: Logger): SubscriptionCanceller {
+  if (!settings.secretKey) return billingOff;
+  return new StripeBilling({ secretKey: settings.secretKey, webhookSecret: settings.webhookSecret, apiUrl: settings.apiUrl }, logger);
+}
+
+export { STRIPE_DEADLINE_MS, STRIPE_MAX_NETWORK_RETRIES, STRIPE_TIMEOUT_MS, WEBHOOK_TOLERANCE_S } from './stripe.js';

@@ -199,6 +199,20 @@ export const Activity = defineEntity({
   indexes: [{ name: 'activity_project_id_id_index', properties: ['project', 'id'] }],
 });
 
+/**
+ * Stripe events already handled, by Stripe's event id (`evt_…`). Stripe delivers at least once; the
+ * row is written in the transaction of the change the event made, so a redelivery changes nothing.
+ */
+export const StripeEvent = defineEntity({
+  name: 'StripeEvent',
+  tableName: 'stripe_events',
+  properties: {
+    id: p.text().primary(),
+    type: p.text(),
+    receivedAt: timestamp().onCreate(() => new Date()),
+  },
+});
+
 export type User = InferEntity<typeof User>;
 export type Session = InferEntity<typeof Session>;
 export type ApiToken = InferEntity<typeof ApiToken>;
@@ -210,5 +224,6 @@ export type ProjectInvite = InferEntity<typeof ProjectInvite>;
 export type Insight = InferEntity<typeof Insight>;
 export type Activity = InferEntity<typeof Activity>;
 export type Event = InferEntity<typeof Event>;
+export type StripeEvent = InferEntity<typeof StripeEvent>;
 
-export const entities = [User, Session, ApiToken, InviteCode, Project, ProjectMember, Feed, ProjectInvite, Insight, Activity, Event];
+export const entities = [User, Session, ApiToken, InviteCode, Project, ProjectMember, Feed, ProjectInvite, Insight, Activity, Event, StripeEvent];

@@ -12,9 +12,9 @@ async function userNamed(em: EntityManager, username: string): Promise<User> {
   return user;
 }
 
-/** The owner removes a member, or a member removes itself (leaves). The owner stays. */
-export async function removeMember(em: EntityManager, actor: User, project: Project, username: string): Promise<void> {
-  await em.transactional(async (tx) => {
+/** The owner removes a member, or a member removes itself (leaves). The owner stays. Returns the removed user's id. */
+export async function removeMember(em: EntityManager, actor: User, project: Project, username: string): Promise<string> {
+  return em.transactional(async (tx) => {
     const target = await tx.findOne(ProjectMember, { project, user: { username: username.toLowerCase() } }, { populate: ['user'] });
     if (!target) throw new NotFound('No member with this username.');
     if (target.role === 'owner') throw new Conflict('owner_cannot_leave', "The owner cannot leave or be removed from its project.");
@@ -22,6 +22,7 @@ export async function removeMember(em: EntityManager, actor: User, project: Proj
     recordActivity(tx, project, actor, leaving ? 'member.left' : 'member.removed', { username: target.user.username });
     tx.remove(target);
     await tx.flush();
+    return target.user.id;
   });
 }
 

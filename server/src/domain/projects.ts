@@ -3,10 +3,12 @@
  * and its activity record share one transaction; the database's unique constraint settles a race
  * for a namespace.
  */
+import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Feed, Project, ProjectMember, type User } from '../db/entities.js';
 import type { IconStore } from '../storage/icons.js';
 import { recordActivity } from './activity.js';
+import type { WebhookVerifier } from './billing.js';
 import { decodeCursor, type PageRequest } from './pagination.js';
 import { conflictOn } from './unique.js';
 
@@ -17,8 +19,16 @@ const NAMESPACE_TAKEN = {
   projects_namespace_unique: ['namespace_taken', 'Another project already uses this namespace.'],
 } as const satisfies Parameters<typeof conflictOn>[1];
 
-/** Cancels a project's subscription before it is deleted; the billing adapter implements it. */
-export interface SubscriptionCanceller {
+/**
+ * The billing adapter (billing/index.ts): cancels a project's subscription before the project is
+ * deleted, and verifies Stripe's webhook deliveries.
+ */
+export interface SubscriptionCanceller extends WebhookVerifier {
+  /**
+   * Resolves once Stripe has cancelled the subscription or says it no longer exists. Throws 502
+   * `billing_unavailable` when that cannot be confirmed in bounded time (Stripe unreachable, timing
+   * out or failing), or when billing is not configured.
+   */
   cancelSubscription(billingId: string): Promise<void>;
 }
 
@@ -103,10 +113,17 @@ export async function updateProject(em: EntityManager, icons: IconStore, actor: 
 
 /**
  * Deletes a project and, by the schema's cascades, everything attached to it, in one statement.
- * A subscription is cancelled first: if that fails, nothing is deleted. Of two concurrent deletes,
- * the second finds no row and answers 404.
+ * A subscription is cancelled first: if that fails, nothing is deleted. The project row is locked
+ * (`select … for update`) from before the cancel until the delete commits, so of two concurrent
+ * deletes only one ever calls Stripe; the other then finds no row and answers 404. The Stripe call
+ * is bounded by the adapter's deadline, so the lock is never held longer than that. Everything in
+ * the transaction goes through `tx`: in embedded mode the pool has one connection, which it holds.
  */
 export async function deleteProject(em: EntityManager, billing: SubscriptionCanceller, project: Project): Promise<boolean> {
-  if (project.billingId) await billing.cancelSubscription(project.billingId);
-  return (await em.nativeDelete(Project, { id: project.id })) > 0;
+  return em.transactional(async (tx) => {
+    const current = await tx.findOne(Project, { id: project.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+    if (!current) return false;
+    if (current.billingId) await billing.cancelSubscription(current.billingId);
+    return (await tx.nativeDelete(Project, { id: current.id })) > 0;
+  });
 }

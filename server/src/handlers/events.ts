@@ -1,12 +1,15 @@
 import type { Handler } from '../http/handler-types.js';
 import { listEvents as list, publishEvent as publish } from '../domain/events.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
-import { authorize } from '../policies/project.js';
+import { credentialAlive } from '../domain/credentials.js';
+import { authorize, isMember } from '../policies/project.js';
 import { presentEvent } from '../presenters/project.js';
 
-export const publishEvent: Handler<'publishEvent'> = async ({ params, body, caller, em }) => {
+export const publishEvent: Handler<'publishEvent'> = async ({ params, body, caller, em, services }) => {
   const { project } = await authorize(em, caller, params.namespace, 'event.publish');
-  return { status: 201, data: presentEvent(await publish(em, project, params.feed, body)) };
+  const event = await publish(em, project, params.feed, body);
+  services.announce({ kind: 'event', projectId: project.id, eventId: event.id });
+  return { status: 201, data: presentEvent(event) };
 };
 
 export const listEvents: Handler<'listEvents'> = async ({ params, query, caller, em }) => {
@@ -14,4 +17,14 @@ export const listEvents: Handler<'listEvents'> = async ({ params, query, caller,
   const page = pageRequest(query);
   const events = await list(em, project, { feed: query.feed, tag: query.tag }, page);
   return { status: 200, data: toPage(events, page.limit, presentEvent) };
+};
+
+export const streamEvents: Handler<'streamEvents'> = async ({ params, headers, caller, em, services }) => {
+  const { project } = await authorize(em, caller, params.namespace, 'event.stream');
+  const stillAllowed = async () => {
+    const check = services.db.orm.em.fork();
+    return (await isMember(check, project.id, caller.user.id)) && (await credentialAlive(check, caller));
+  };
+  const stream = await services.live.open(project, caller.user.id, headers['Last-Event-ID'], stillAllowed);
+  return { status: 200, stream };
 };

@@ -8,7 +8,8 @@ import { createApiToken, deleteApiToken, listApiTokens, login, logout, signup } 
 import { getHealth, getOpenApi, getReadiness, getRoot } from './meta.js';
 import { getCurrentUser } from './users.js';
 import { listActivity } from './activity.js';
-import { listEvents, publishEvent } from './events.js';
+import { stripeWebhook } from './billing.js';
+import { listEvents, publishEvent, streamEvents } from './events.js';
 import { createFeed, deleteFeed, listFeeds, updateFeed } from './feeds.js';
 import { createInsight, deleteInsight, listInsights, updateInsight } from './insights.js';
 import { acceptInvite, createInvite, deleteInvite, listInvites, listReceivedInvites } from './invites.js';
@@ -49,6 +50,6 @@ export const handlers: Handlers = {
   deleteFeed,
   publishEvent,
   listEvents,
-  streamEvents: notImplemented,
-  stripeWebhook: notImplemented,
+  streamEvents,
+  stripeWebhook,
 };

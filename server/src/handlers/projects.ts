@@ -30,5 +30,6 @@ export const updateProject: Handler<'updateProject'> = async ({ params, body, ca
 export const deleteProject: Handler<'deleteProject'> = async ({ params, caller, em, services }) => {
   const { project } = await authorize(em, caller, params.namespace, 'project.delete');
   if (!(await remove(em, services.billing, project))) throw new NotFound('No project with this namespace.');
+  services.announce({ kind: 'project-deleted', projectId: project.id });
   return { status: 204 };
 };

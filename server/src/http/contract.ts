@@ -27,6 +27,8 @@ export interface ContractOperation {
   /** `x-session-only`: an API token is refused with 403 `session_required`. */
   sessionOnly: boolean;
   hasBody: boolean;
+  /** Request headers the operation declares (e.g. `Last-Event-ID`). */
+  headerNames: string[];
 }
 
 interface Route {
@@ -65,6 +67,7 @@ export class Contract {
       isPublic: (operation.security ?? []).some((requirement) => Object.keys(requirement).length === 0),
       sessionOnly: (operation as unknown as Record<string, unknown>)['x-session-only'] === true,
       hasBody: Boolean(operation.requestBody),
+      headerNames: (operation.parameters ?? []).flatMap((p) => ('in' in p && p.in === 'header' ? [p.name] : [])),
     }));
     const byPath = new Map<string, Route>();
     for (const op of this.operations) {

@@ -44,6 +44,7 @@ export function dispatch(contract: Contract, handlers: Handlers, services: Servi
 
     const context = {
       params: checked.params,
+      headers: Object.fromEntries(op.headerNames.map((name) => [name, ctx.get(name) || undefined])),
       query: checked.query,
       body,
       rawBody: op.hasBody ? ctx.request.rawBody : undefined,

@@ -4,6 +4,7 @@
  * the contract gives that code. Unknown errors become 500 `internal` and are logged without their
  * message (a driver's message can hold SQL with values).
  */
+import type { Readable } from 'node:stream';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { ConnectionException, DriverException } from '@mikro-orm/core';
@@ -13,6 +14,8 @@ export interface Outcome {
   status: number;
   data?: unknown;
   raw?: unknown;
+  /** A Server-Sent Events stream. */
+  stream?: Readable;
 }
 
 declare module 'koa' {
@@ -53,7 +56,11 @@ export function envelope(): Middleware {
       const outcome = ctx.state.outcome;
       if (!outcome) return; // not an API route (static files): nothing to wrap
       ctx.status = outcome.status;
-      if (outcome.status === 204) ctx.body = null;
+      if (outcome.stream) {
+        ctx.type = 'text/event-stream';
+        ctx.set({ 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
+        ctx.body = outcome.stream;
+      } else if (outcome.status === 204) ctx.body = null;
       else ctx.body = outcome.raw !== undefined ? outcome.raw : { success: true, data: outcome.data };
     } catch (thrown) {
       const error = toApiError(thrown, ctx.state.log ?? ctx.app.context.logger);

@@ -2,6 +2,7 @@
  * Handler types derived from the generated contract types: a handler's input and every answer it
  * may give are the operation's own, so a handler that drifts from the contract does not compile.
  */
+import type { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { operations } from '../../../sdk/src/generated/openapi.js';
 import type { Caller, Device } from '../domain/credentials.js';
@@ -13,22 +14,28 @@ type Json<T> = T extends { content: { 'application/json': infer B } } ? B : neve
 type Defined<T> = [NonNullable<T>] extends [never] ? Record<string, never> : NonNullable<T>;
 
 export type PathParams<K extends OperationId> = Defined<Op<K>['parameters']['path']>;
+export type HeaderParams<K extends OperationId> = Defined<Op<K>['parameters']['header']>;
 export type QueryParams<K extends OperationId> = Defined<Op<K>['parameters']['query']>;
 export type RequestBody<K extends OperationId> = Op<K> extends { requestBody: infer R } ? Json<R> : undefined;
 
 type Responses<K extends OperationId> = Op<K>['responses'];
 type SuccessStatus<K extends OperationId> = Extract<keyof Responses<K>, 200 | 201 | 204>;
+type Content<T> = T extends { content: infer C } ? C : never;
 type Outcome<K extends OperationId, S extends keyof Responses<K>> = S extends 204
   ? { status: 204 }
-  : Json<Responses<K>[S]> extends { success: true; data: infer D }
-    ? { status: S; data: D }
-    : { status: S; raw: Json<Responses<K>[S]> };
+  : Content<Responses<K>[S]> extends { 'text/event-stream': unknown }
+    ? { status: S; stream: Readable }
+    : Json<Responses<K>[S]> extends { success: true; data: infer D }
+      ? { status: S; data: D }
+      : { status: S; raw: Json<Responses<K>[S]> };
 
 /** What a handler returns: a documented success status with its payload (the envelope is added for it). */
 export type Result<K extends OperationId> = { [S in SuccessStatus<K>]: Outcome<K, S> }[SuccessStatus<K>];
 
 export interface HandlerContext<K extends OperationId> {
   params: PathParams<K>;
+  /** The request headers the contract declares for this operation, by their contract names. */
+  headers: HeaderParams<K>;
   query: QueryParams<K>;
   body: RequestBody<K>;
   /** The body exactly as received, for signature checks (the Stripe webhook). */

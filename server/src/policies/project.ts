@@ -87,3 +87,8 @@ export async function authorize(
   }
   return { project, role, invite: undefined };
 }
+
+/** Whether a user is still a member, for long-lived answers (event streams) that outlast their check. */
+export async function isMember(em: EntityManager, projectId: string, userId: string): Promise<boolean> {
+  return (await em.count(ProjectMember, { project: projectId, user: userId })) > 0;
+}

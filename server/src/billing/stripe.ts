@@ -1,0 +1,124 @@
+/**
+ * Stripe through the `stripe` package, pointed at `STRIPE_API_URL` (Stripe itself, a proxy, or the
+ * tests' stand-in).
+ *
+ * Time budget of a cancel (see the README's Billing section): each attempt may take
+ * STRIPE_TIMEOUT_MS, the package retries once (connection errors, timeouts, 409 and 5xx, after a
+ * 0.5 s back-off), so the worst case is about 10.5 s; STRIPE_DEADLINE_MS caps the whole call even
+ * if a server trickles bytes and keeps the package's idle timer from firing. The delete holds the
+ * project row (and in embedded mode the one database connection) while it waits, and a user waits
+ * on it, so a quick 502 "nothing changed, try again" beats a long wait.
+ */
+import Stripe from 'stripe';
+import type { WebhookEvent } from '../domain/billing.js';
+import type { SubscriptionCanceller } from '../domain/projects.js';
+import { BillingUnavailable, InvalidRequest, Unavailable } from '../errors.js';
+import type { Logger } from '../logger.js';
+
+/** Per attempt. Stripe answers a cancel in well under a second; 5 s of silence means trouble. */
+export const STRIPE_TIMEOUT_MS = 5_000;
+/** One retry: enough for a dropped connection or a one-off 5xx, short enough for a user waiting on a delete. */
+export const STRIPE_MAX_NETWORK_RETRIES = 1;
+/** The whole call, retries included, whatever the network does. */
+export const STRIPE_DEADLINE_MS = 12_000;
+/** Oldest webhook signature timestamp accepted, in seconds (Stripe's own default). */
+export const WEBHOOK_TOLERANCE_S = 300;
+
+export interface StripeSettings {
+  secretKey: string;
+  webhookSecret: string | undefined;
+  /** Where the API is, e.g. `https://api.stripe.com` or `http://127.0.0.1:12111`: scheme, host and port only. */
+  apiUrl: string;
+}
+
+class DeadlineExceeded extends Error {}
+
+/** The package's host, port and protocol settings for an API address. */
+export function connectionOptions(apiUrl: string): { host: string; port: number; protocol: 'http' | 'https' } {
+  const url = new URL(apiUrl);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Error(`STRIPE_API_URL must be an http or https address, got ${url.protocol}`);
+  if (url.pathname !== '/' || url.search || url.hash) throw new Error('STRIPE_API_URL must name a scheme, host and port only (the stripe package adds /v1/… itself)');
+  if (url.username || url.password) throw new Error('STRIPE_API_URL must not carry credentials');
+  const protocol = url.protocol === 'https:' ? 'https' : 'http';
+  return {
+    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+    port: url.port ? Number(url.port) : protocol === 'https' ? 443 : 80,
+    protocol,
+  };
+}
+
+function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new DeadlineExceeded(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+}
+
+/** Stripe says the subscription does not exist (any more): cancelling it again answers 404 `resource_missing`. */
+function isGone(error: unknown): boolean {
+  return error instanceof Stripe.errors.StripeInvalidRequestError && error.statusCode === 404 && error.code === 'resource_missing';
+}
+
+/** What may be logged about a failed call: never the request's headers, which carry the secret key. */
+function describe(error: unknown): Record<string, unknown> {
+  if (error instanceof Stripe.errors.StripeError) {
+    return { type: error.type, code: error.code, status: error.statusCode, requestId: error.requestId, message: error.message };
+  }
+  return { type: error instanceof Error ? error.name : typeof error, message: error instanceof Error ? error.message : String(error) };
+}
+
+export class StripeBilling implements SubscriptionCanceller {
+  private readonly stripe: Stripe;
+  private readonly webhookSecret: string | undefined;
+  private readonly log: Logger;
+
+  constructor(settings: StripeSettings, logger: Logger) {
+    this.stripe = new Stripe(settings.secretKey, {
+      ...connectionOptions(settings.apiUrl),
+      timeout: STRIPE_TIMEOUT_MS,
+      maxNetworkRetries: STRIPE_MAX_NETWORK_RETRIES,
+      telemetry: false,
+      appInfo: { name: 'signalboard' },
+    });
+    this.webhookSecret = settings.webhookSecret;
+    this.log = logger.child({ component: 'billing' });
+    this.log.info(
+      { api: settings.apiUrl, timeoutMs: STRIPE_TIMEOUT_MS, maxNetworkRetries: STRIPE_MAX_NETWORK_RETRIES, webhook: Boolean(settings.webhookSecret) },
+      'stripe billing on',
+    );
+  }
+
+  async cancelSubscription(billingId: string): Promise<void> {
+    const started = Date.now();
+    try {
+      const subscription = await withDeadline(this.stripe.subscriptions.cancel(billingId), STRIPE_DEADLINE_MS);
+      this.log.info({ subscription: billingId, status: subscription.status, ms: Date.now() - started }, 'subscription cancelled');
+    } catch (error) {
+      if (isGone(error)) {
+        this.log.info({ subscription: billingId, ms: Date.now() - started }, 'subscription already gone');
+        return;
+      }
+      this.log.warn({ subscription: billingId, ms: Date.now() - started, error: describe(error) }, 'subscription cancel failed');
+      throw new BillingUnavailable();
+    }
+  }
+
+  verifyEvent(rawBody: string, signature: string): WebhookEvent {
+    if (!this.webhookSecret) throw new Unavailable('The Stripe webhook is not configured on this server (no STRIPE_WEBHOOK_SECRET).');
+    let event: Stripe.Event;
+    try {
+      event = this.stripe.webhooks.constructEvent(rawBody, signature, this.webhookSecret, WEBHOOK_TOLERANCE_S);
+    } catch (error) {
+      this.log.warn({ error: describe(error) }, 'webhook signature refused');
+      throw new InvalidRequest('The Stripe-Signature header does not sign this body with the configured secret, or is too old.', [
+        { path: '/headers/stripe-signature', message: 'does not match the body, or is too old' },
+      ]);
+    }
+    const object = (event as { data?: { object?: unknown } }).data?.object;
+    if (typeof event.id !== 'string' || typeof event.type !== 'string' || typeof object !== 'object' || object === null) {
+      throw new InvalidRequest('The event has no id, type or data.object.', [{ path: '/body', message: 'is not a Stripe event' }]);
+    }
+    return { id: event.id, type: event.type, object: object as Record<string, unknown> };
+  }
+}

@@ -1,0 +1,150 @@
+/**
+ * Stripe's webhook events applied to projects: `tier` and `billing_id` kept in step with the
+ * subscription. Each event runs in one transaction that first records its id in `stripe_events`:
+ * a redelivered or replayed event finds its id there and changes nothing, and a change that fails
+ * leaves no id behind, so Stripe's next delivery tries again. The project row is locked for the
+ * change, as a delete locks it, so an event and a delete of the same project never interleave.
+ *
+ * Events are plain data here (the billing adapter verified and parsed them): nothing in this file
+ * depends on the stripe package.
+ */
+import { LockMode } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { Project, StripeEvent } from '../db/entities.js';
+import { recordActivity } from './activity.js';
+
+/** A verified Stripe event: its id, its type and the object it carries (`data.object`). */
+export interface WebhookEvent {
+  id: string;
+  type: string;
+  object: Record<string, unknown>;
+}
+
+/** Checks a webhook delivery's signature and parses it; the billing adapter implements it. */
+export interface WebhookVerifier {
+  /**
+   * The event in `rawBody`, if `signature` (the `Stripe-Signature` header) signs it with the
+   * configured secret and is recent. Throws 400 `invalid_request` otherwise, and 503 `unavailable`
+   * when billing or its webhook secret is not configured.
+   */
+  verifyEvent(rawBody: string, signature: string): WebhookEvent;
+}
+
+/** What an event did: changed a project, found nothing to change, was not for us, or was seen before. */
+export type EventOutcome =
+  | { outcome: 'changed'; projectId: string; tier: number; billingId: string | null }
+  | { outcome: 'unchanged'; projectId: string }
+  | { outcome: 'ignored'; reason: string }
+  | { outcome: 'duplicate' };
+
+/** Subscription states in which the customer has paid for (or is trialling) the tier of its price. */
+const PAYING_STATUSES = new Set(['active', 'trialing']);
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function record(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+}
+
+function text(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+/** An id field Stripe sends either as the id or as the expanded object. */
+function idOf(value: unknown): string | undefined {
+  return text(value) ?? text(record(value)?.id);
+}
+
+/**
+ * The tier a subscription pays for: the highest tier among its items' prices that the configuration
+ * maps, while it is active or trialing; 0 otherwise (past due, unpaid, canceled, incomplete, paused,
+ * or a price the configuration does not know).
+ */
+export function tierOf(subscription: Record<string, unknown>, priceTiers: ReadonlyMap<string, number>): number {
+  if (!PAYING_STATUSES.has(String(subscription.status))) return 0;
+  const items = record(subscription.items)?.data;
+  let tier = 0;
+  for (const item of Array.isArray(items) ? items : []) {
+    const price = idOf(record(item)?.price);
+    const mapped = price === undefined ? undefined : priceTiers.get(price);
+    if (mapped !== undefined && mapped > tier) tier = mapped;
+  }
+  return tier;
+}
+
+/** Applies one verified event, at most once per event id. Unknown projects, subscriptions and event types are ignored. */
+export async function applyWebhookEvent(em: EntityManager, priceTiers: ReadonlyMap<string, number>, event: WebhookEvent): Promise<EventOutcome> {
+  return em.transactional(async (tx) => {
+    // Claims the event id. A concurrent delivery of the same event waits here for this transaction
+    // and then finds the id taken.
+    const claimed = await tx
+      .createQueryBuilder(StripeEvent)
+      .insert({ id: event.id, type: event.type, receivedAt: new Date() })
+      .onConflict('id')
+      .ignore()
+      .execute('run');
+    if (claimed.affectedRows === 0) return { outcome: 'duplicate' } as const;
+
+    const outcome = await apply(tx, priceTiers, event);
+    await tx.flush();
+    return outcome;
+  });
+}
+
+async function apply(tx: EntityManager, priceTiers: ReadonlyMap<string, number>, event: WebhookEvent): Promise<EventOutcome> {
+  const object = event.object;
+  switch (event.type) {
+    case 'checkout.session.completed': {
+      const projectId = text(object.client_reference_id);
+      const subscription = idOf(object.subscription);
+      if (!projectId || !UUID.test(projectId)) return { outcome: 'ignored', reason: 'no project id in client_reference_id' };
+      if (!subscription) return { outcome: 'ignored', reason: 'the session created no subscription' };
+      const project = await tx.findOne(Project, { id: projectId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+      if (!project) return { outcome: 'ignored', reason: 'unknown project' };
+      if (project.billingId === subscription) return { outcome: 'unchanged', projectId: project.id };
+      // A subscription belongs to one project (billing_id is unique): never move it to a second one.
+      const holder = await tx.findOne(Project, { billingId: subscription }, { fields: ['id'] });
+      if (holder) return { outcome: 'ignored', reason: 'the subscription already belongs to another project' };
+      return change(tx, project, event, { tier: project.tier, billingId: subscription }, project.billingId);
+    }
+    case 'customer.subscription.created':
+    case 'customer.subscription.updated': {
+      const project = await projectBySubscription(tx, object);
+      if (!project) return { outcome: 'ignored', reason: 'unknown subscription' };
+      const tier = tierOf(object, priceTiers);
+      if (tier === project.tier) return { outcome: 'unchanged', projectId: project.id };
+      return change(tx, project, event, { tier, billingId: project.billingId ?? null });
+    }
+    case 'customer.subscription.deleted': {
+      const project = await projectBySubscription(tx, object);
+      if (!project) return { outcome: 'ignored', reason: 'unknown subscription' };
+      return change(tx, project, event, { tier: 0, billingId: null });
+    }
+    default:
+      return { outcome: 'ignored', reason: 'event type not handled' };
+  }
+}
+
+async function projectBySubscription(tx: EntityManager, subscription: Record<string, unknown>): Promise<Project | null> {
+  const id = text(subscription.id);
+  if (!id) return null;
+  return tx.findOne(Project, { billingId: id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+}
+
+function change(
+  tx: EntityManager,
+  project: Project,
+  event: WebhookEvent,
+  next: { tier: number; billingId: string | null },
+  replaced?: string | null,
+): EventOutcome {
+  project.tier = next.tier;
+  project.billingId = next.billingId;
+  recordActivity(tx, project, null, 'billing.changed', {
+    event: event.type,
+    event_id: event.id,
+    tier: next.tier,
+    billing_id: next.billingId,
+    ...(replaced ? { replaced_billing_id: replaced } : {}),
+  });
+  return { outcome: 'changed', projectId: project.id, tier: next.tier, billingId: next.billingId };
+}
