@@ -5,13 +5,17 @@ import { cdn } from './http/cdn.js';
 import { dispatch } from './http/dispatch.js';
 import { envelope } from './http/envelope.js';
 import { requestLog } from './http/request-log.js';
+import { cors, securityHeaders } from './http/security.js';
 import type { Services } from './services.js';
 
 export function createApp(services: Services): Koa {
-  const app = new Koa({ proxy: false });
+  // Client addresses (rate limits, session devices) come from X-Forwarded-For only when configured.
+  const app = new Koa({ proxy: services.config.trustProxy });
   app.silent = true; // errors are logged once, by the envelope middleware
   app.use(requestLog(services.logger));
+  app.use(securityHeaders());
   app.use(envelope());
+  app.use(cors(services.config.corsOrigins));
   app.use(cdn(services.icons));
   app.use(dispatch(services.contract, handlers, services));
   return app;

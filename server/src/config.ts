@@ -11,6 +11,12 @@ export interface Config {
   cdnUrl: string | undefined;
   logLevel: string;
   bcryptRounds: number;
+  /** Requests a minute: sign-up and login per IP address, other routes per credential; 0 turns a limit off. */
+  rateLimits: { auth: number; api: number };
+  /** Take the client address from `X-Forwarded-For` (only behind a proxy that sets it). */
+  trustProxy: boolean;
+  /** Origins allowed by CORS; empty: CORS off. */
+  corsOrigins: string[];
   stripe: {
     secretKey: string | undefined;
     webhookSecret: string | undefined;
@@ -30,6 +36,26 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
     throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
   }
   return value;
+}
+
+function boolean(env: NodeJS.ProcessEnv, name: string): boolean {
+  const raw = (env[name] ?? '').toLowerCase();
+  if (raw === '' || raw === 'false' || raw === '0') return false;
+  if (raw === 'true' || raw === '1') return true;
+  throw new ConfigError(`${name} must be true or false, got "${env[name]}"`);
+}
+
+function origins(raw: string | undefined): string[] {
+  return (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean).map((origin) => {
+    let parsed: URL;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      throw new ConfigError(`CORS_ORIGINS: "${origin}" is not an origin like https://app.example.com`);
+    }
+    if (parsed.origin !== origin) throw new ConfigError(`CORS_ORIGINS: "${origin}" is not an origin like https://app.example.com`);
+    return origin;
+  });
 }
 
 function priceTiers(raw: string | undefined): Map<string, number> {
@@ -62,6 +88,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     cdnUrl: url(env, 'CDN_URL'),
     logLevel: env.LOG_LEVEL || 'info',
     bcryptRounds: integer(env, 'BCRYPT_ROUNDS', 10, 4, 15),
+    rateLimits: { auth: integer(env, 'AUTH_RATE_LIMIT', 10, 0, 1_000_000), api: integer(env, 'API_RATE_LIMIT', 600, 0, 1_000_000) },
+    trustProxy: boolean(env, 'TRUST_PROXY'),
+    corsOrigins: origins(env.CORS_ORIGINS),
     stripe: {
       secretKey: env.STRIPE_SECRET_KEY || undefined,
       webhookSecret: env.STRIPE_WEBHOOK_SECRET || undefined,

@@ -83,6 +83,12 @@ export class UnsupportedMediaType extends ApiError {
   }
 }
 
+export class TooManyRequests extends ApiError {
+  constructor(retryAfterSeconds: number) {
+    super(429, 'rate_limited', `Too many requests; retry in ${retryAfterSeconds} s.`, undefined, { 'Retry-After': String(retryAfterSeconds) });
+  }
+}
+
 export class NotImplemented extends ApiError {
   constructor() {
     super(501, 'not_implemented', 'This route is in the contract but not implemented in this release.');

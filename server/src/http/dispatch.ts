@@ -1,5 +1,6 @@
 /**
- * One API request, in order: route it against the contract (404/405), authenticate (401/403),
+ * One API request, in order: route it against the contract (404/405), count it against its rate
+ * limit (429), authenticate (401/403),
  * read the body (413/415/400), validate it against the contract (400), and call the operation's
  * handler. Every path reaches here unless a static mount before it answered, so an unknown path
  * is a 404 in the envelope. Authentication comes before the body so that an anonymous caller cannot make the
@@ -23,6 +24,7 @@ export function dispatch(contract: Contract, handlers: Handlers, services: Servi
   return async (ctx) => {
     const { op, params } = contract.match(ctx.method, ctx.path);
     ctx.state.operationId = op.operationId;
+    await services.rateLimits.consume(op.operationId, ctx);
 
     const em = services.db.orm.em.fork();
     const authorization = ctx.get('Authorization') || undefined;
