@@ -51,6 +51,9 @@ async function freshPostgresDatabase(adminUrl: string): Promise<{ url: string; d
   };
 }
 
+/** The suite signs up hundreds of accounts from one address: its server runs without rate limits (tests/rate-limit.test.ts starts its own). */
+const UNLIMITED = { AUTH_RATE_LIMIT: '0', API_RATE_LIMIT: '0' };
+
 export async function startTestServer(): Promise<void> {
   mkdirSync(outputDir, { recursive: true });
   rmSync(logFile, { force: true });
@@ -62,7 +65,7 @@ export async function startTestServer(): Promise<void> {
     databaseUrl = fresh.url;
     dropDatabase = fresh.drop;
   }
-  const config = { ...loadConfig({ ...process.env, DATABASE_URL: databaseUrl ?? '' }), port: 0, host: '127.0.0.1', dataDir };
+  const config = { ...loadConfig({ ...process.env, DATABASE_URL: databaseUrl ?? '', ...UNLIMITED }), port: 0, host: '127.0.0.1', dataDir };
   // Info level, to a file: the log is part of what the run checks for leaked secrets.
   const logger = pino({ level: 'info' }, pino.destination({ dest: logFile, sync: true }));
   server = await startServer(config, logger);
@@ -157,4 +160,32 @@ export async function signUp(overrides: Partial<{ username: string; email: strin
   });
   if (!data) throw new Error(`sign-up failed: ${response.status} ${JSON.stringify(error)}`);
   return { id: data.data.user.id, username: data.data.user.username, email, password, token: secret(data.data.token) };
+}
+
+/**
+ * Another server beside the run's own, with `env` laid over the environment (Stripe settings, rate
+ * limits: off unless `env` sets them). With DATABASE_URL it uses the run's PostgreSQL database; embedded, it gets a fresh
+ * data folder of its own, since a PGlite folder has one owner. It logs to the run's log file, which
+ * the end-of-run secret check reads. The caller closes it; closing also removes its data folder.
+ */
+export async function startExtraServer(env: Record<string, string> = {}): Promise<RunningServer> {
+  const main = database();
+  const databaseUrl = main.kind === 'postgresql' ? main.orm.config.get('clientUrl') : undefined;
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'signalboard-test-extra-'));
+  const config = { ...loadConfig({ ...process.env, ...UNLIMITED, ...env, DATABASE_URL: databaseUrl ?? '' }), port: 0, host: '127.0.0.1', dataDir };
+  const logger = pino({ level: 'info' }, pino.destination({ dest: logFile, sync: true }));
+  let extra: RunningServer;
+  try {
+    extra = await startServer(config, logger);
+  } catch (error) {
+    rmSync(dataDir, { recursive: true, force: true });
+    throw error;
+  }
+  return {
+    ...extra,
+    close: async () => {
+      await extra.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
 }
