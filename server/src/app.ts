@@ -4,17 +4,20 @@ import { handlers } from './handlers/index.js';
 import { cdn } from './http/cdn.js';
 import { dispatch } from './http/dispatch.js';
 import { envelope } from './http/envelope.js';
+import type { Metrics } from './http/metrics.js';
 import { requestLog } from './http/request-log.js';
 import { cors, securityHeaders } from './http/security.js';
 import type { Services } from './services.js';
 
-export function createApp(services: Services): Koa {
+export function createApp(services: Services, metrics?: Metrics): Koa {
   // Client addresses (rate limits, session devices) come from X-Forwarded-For only when configured.
   const app = new Koa({ proxy: services.config.trustProxy });
   app.silent = true; // errors are logged once, by the envelope middleware
   app.use(requestLog(services.logger));
+  if (metrics) app.use(metrics.observe());
   app.use(securityHeaders());
   app.use(envelope());
+  if (metrics) app.use(metrics.endpoint(services.config.metrics.token));
   app.use(cors(services.config.corsOrigins));
   app.use(cdn(services.icons));
   app.use(dispatch(services.contract, handlers, services));

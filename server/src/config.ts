@@ -17,6 +17,8 @@ export interface Config {
   trustProxy: boolean;
   /** Origins allowed by CORS; empty: CORS off. */
   corsOrigins: string[];
+  /** Prometheus metrics at /metrics, and the bearer token scrapes must send (none: open). */
+  metrics: { enabled: boolean; token: string | undefined };
   stripe: {
     secretKey: string | undefined;
     webhookSecret: string | undefined;
@@ -91,6 +93,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimits: { auth: integer(env, 'AUTH_RATE_LIMIT', 10, 0, 1_000_000), api: integer(env, 'API_RATE_LIMIT', 600, 0, 1_000_000) },
     trustProxy: boolean(env, 'TRUST_PROXY'),
     corsOrigins: origins(env.CORS_ORIGINS),
+    metrics: { enabled: boolean(env, 'METRICS_ENABLED'), token: env.METRICS_TOKEN || undefined },
     stripe: {
       secretKey: env.STRIPE_SECRET_KEY || undefined,
       webhookSecret: env.STRIPE_WEBHOOK_SECRET || undefined,

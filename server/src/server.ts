@@ -12,6 +12,7 @@ import { openDatabase, type Database } from './db/orm.js';
 import { createBilling } from './billing/index.js';
 import { Accounts } from './domain/accounts.js';
 import { Contract } from './http/contract.js';
+import { Metrics } from './http/metrics.js';
 import { RateLimits } from './http/rate-limit.js';
 import type { Logger } from './logger.js';
 import { startOperatorChannel } from './operator/channel.js';
@@ -38,7 +39,8 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     bus.announce(message).catch((error: unknown) => logger.warn({ err: { type: (error as Error).name }, kind: message.kind }, 'live announce failed'));
   };
   const services = { config, logger, db, contract, accounts: new Accounts(config.bcryptRounds), icons, billing: createBilling(config.stripe, logger), live, announce, rateLimits: RateLimits.create(config, db) };
-  const server = http.createServer(createApp(services).callback());
+  const metrics = config.metrics.enabled ? new Metrics(db) : undefined;
+  const server = http.createServer(createApp(services, metrics).callback());
   server.requestTimeout = 30_000;
   server.headersTimeout = 10_000;
   server.keepAliveTimeout = 5_000;

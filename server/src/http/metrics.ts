@@ -1,0 +1,74 @@
+/**
+ * Prometheus metrics at `/metrics`, off unless `METRICS_ENABLED` is set: request counts and latency
+ * histograms by operation and status, the database pool's use, and Node's own process metrics.
+ * With `METRICS_TOKEN` set, scrapes must send `Authorization: Bearer <token>`.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import type { Middleware } from 'koa';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Database } from '../db/orm.js';
+import { NotFound, Unauthenticated } from '../errors.js';
+
+interface KnexPool {
+  numUsed(): number;
+  numFree(): number;
+  numPendingAcquires(): number;
+}
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requests = new Counter({ name: 'signalboard_http_requests_total', help: 'Requests answered, by operation and status.', labelNames: ['operation', 'status'], registers: [this.registry] });
+  private readonly latency = new Histogram({
+    name: 'signalboard_http_request_duration_seconds',
+    help: 'Time to answer, by operation.',
+    labelNames: ['operation'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+
+  constructor(db: Database) {
+    collectDefaultMetrics({ register: this.registry });
+    const pool = () => (db.orm.em.getConnection().getKnex().client as { pool?: KnexPool }).pool;
+    new Gauge({
+      name: 'signalboard_db_pool_connections',
+      help: 'Database pool connections, by state.',
+      labelNames: ['state'],
+      registers: [this.registry],
+      collect() {
+        const current = pool();
+        if (!current) return;
+        this.set({ state: 'used' }, current.numUsed());
+        this.set({ state: 'free' }, current.numFree());
+        this.set({ state: 'pending' }, current.numPendingAcquires());
+      },
+    });
+  }
+
+  /** Times every request; the label is the contract's operationId, so paths with ids do not explode the series. */
+  observe(): Middleware {
+    return async (ctx, next) => {
+      const stop = this.latency.startTimer();
+      try {
+        await next();
+      } finally {
+        const operation = ctx.state.operationId ?? (ctx.path.startsWith('/cdn/') ? 'cdn' : 'unmatched');
+        stop({ operation });
+        this.requests.inc({ operation, status: String(ctx.status) });
+      }
+    };
+  }
+
+  endpoint(token: string | undefined): Middleware {
+    return async (ctx, next) => {
+      if (ctx.path !== '/metrics') return next();
+      if (ctx.method !== 'GET') throw new NotFound();
+      if (token !== undefined) {
+        const presented = Buffer.from(ctx.get('Authorization'));
+        const expected = Buffer.from(`Bearer ${token}`);
+        if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) throw new Unauthenticated();
+      }
+      ctx.type = this.registry.contentType;
+      ctx.body = await this.registry.metrics();
+    };
+  }
+}
