@@ -2,7 +2,7 @@
  * The embedded default as a user runs it: `server/src/main.ts` as its own process with no
  * DATABASE_URL, the operator command beside it, a restart in between.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -50,9 +50,18 @@ async function stopService(service: Service): Promise<number | null> {
   return exited;
 }
 
-function invite(dataDir: string, ...args: string[]) {
-  const result = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/invite.ts', ...args], { cwd: root, env: environment(dataDir), encoding: 'utf8' });
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr, lastLine: result.stdout.trimEnd().split('\n').at(-1) ?? '' };
+/** Runs a command of ours to completion without blocking the event loop (HTTP clients in this process keep their sockets right). */
+function run(script: string, args: string[], dataDir: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['--import', 'tsx', script, ...args], { cwd: root, env: environment(dataDir), timeout: 90_000 }, (error, stdout, stderr) => {
+      resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr });
+    });
+  });
+}
+
+async function invite(dataDir: string, ...args: string[]) {
+  const result = await run('scripts/invite.ts', args, dataDir);
+  return { ...result, lastLine: result.stdout.trimEnd().split('\n').at(-1) ?? '' };
 }
 
 describe('the embedded database (no DATABASE_URL)', function () {
@@ -72,7 +81,7 @@ describe('the embedded database (no DATABASE_URL)', function () {
     service = await startService(dataDir);
     console.log(`      first start to first answer: ${service.startupMs} ms`);
 
-    const created = invite(dataDir, 'create', '--uses', '2');
+    const created = await invite(dataDir, 'create', '--uses', '2');
     expect(created.status, created.stderr).to.equal(0);
     const code = secret(created.lastLine);
     expect(code).to.match(/^inv_[a-z2-7]{26}$/);
@@ -84,7 +93,7 @@ describe('the embedded database (no DATABASE_URL)', function () {
     expect(signup.response.status).to.equal(201);
     secret(signup.data!.data.token);
 
-    const listed = invite(dataDir, 'list');
+    const listed = await invite(dataDir, 'list');
     expect(listed.status, listed.stderr).to.equal(0);
     expect(listed.stdout).to.contain(code.slice(0, 8)).and.to.contain('1/2').and.not.to.contain(code);
 
@@ -92,7 +101,7 @@ describe('the embedded database (no DATABASE_URL)', function () {
     service = undefined;
 
     // With no service running, the command opens the folder itself.
-    const offline = invite(dataDir, 'create');
+    const offline = await invite(dataDir, 'create');
     expect(offline.status, offline.stderr).to.equal(0);
     const second = secret(offline.lastLine);
 
@@ -111,7 +120,7 @@ describe('the embedded database (no DATABASE_URL)', function () {
 
   it('refuses a second service on the same data folder', async () => {
     service ??= await startService(dataDir);
-    const second = spawnSync(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], { cwd: root, env: environment(dataDir), encoding: 'utf8', timeout: 60_000 });
+    const second = await run('server/src/main.ts', [], dataDir);
     expect(second.status).to.equal(1);
     expect(second.stdout + second.stderr).to.match(/in use/);
     const still = await fetch(`${service.url}/v1`);

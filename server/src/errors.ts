@@ -89,12 +89,6 @@ export class TooManyRequests extends ApiError {
   }
 }
 
-export class NotImplemented extends ApiError {
-  constructor() {
-    super(501, 'not_implemented', 'This route is in the contract but not implemented in this release.');
-  }
-}
-
 export class BillingUnavailable extends ApiError {
   constructor() {
     super(502, 'billing_unavailable', 'The payment provider could not be reached or failed; nothing was changed.');

@@ -493,7 +493,17 @@ export interface components {
          */
         Activity: {
             /** @description Who made the change; null for the system (billing events) or a deleted account. */
-            actor: components["schemas"]["Member"] | null;
+            actor: {
+                /** @description Address of the member's icon image, `{CDN_URL}/icons/<sha256>.png`, or null when there is none. */
+                icon: string | null;
+                id: components["schemas"]["Id"];
+                /**
+                 * @description `owner` for the project's creator (exactly one per project), `member` otherwise. Absent where no project is in view.
+                 * @enum {string}
+                 */
+                role?: "owner" | "member";
+                username: string;
+            } | null;
             /** Format: date-time */
             created_at: string;
             /** @description What changed; its fields depend on `type`. */
@@ -547,8 +557,10 @@ export interface components {
             token: string;
         };
         CreateFeedRequest: {
-            description?: (string & components["schemas"]["FeedDescription"]) | null;
-            emoji?: (string & components["schemas"]["Emoji"]) | null;
+            /** @description At most 500 characters; null for none. */
+            description?: string | null;
+            /** @description An emoji or other short marker, at most 32 characters; null for none. */
+            emoji?: string | null;
             name: components["schemas"]["FeedName"];
             /**
              * Format: int32
@@ -557,7 +569,8 @@ export interface components {
             type?: number;
         };
         CreateInsightRequest: {
-            emoji?: (string & components["schemas"]["Emoji"]) | null;
+            /** @description An emoji or other short marker, at most 32 characters; null for none. */
+            emoji?: string | null;
             title: components["schemas"]["InsightTitle"];
             value: components["schemas"]["InsightValue"];
         };
@@ -574,8 +587,6 @@ export interface components {
             name: components["schemas"]["ProjectName"];
             namespace: components["schemas"]["Namespace"];
         };
-        /** @description An emoji or other short marker, at most 32 characters. */
-        Emoji: string;
         ErrorBody: {
             code: components["schemas"]["ErrorCode"];
             /** @description Present on `invalid_request` only. */
@@ -586,7 +597,7 @@ export interface components {
          * @description The closed list of error codes. Clients may branch on `code`; `message` is for people and may change.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "invalid_invite" | "unauthenticated" | "invalid_credentials" | "already_authenticated" | "session_required" | "not_owner" | "forbidden" | "not_found" | "method_not_allowed" | "namespace_taken" | "username_taken" | "email_taken" | "already_member" | "already_invited" | "owner_cannot_leave" | "feed_name_taken" | "last_feed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal" | "not_implemented" | "billing_unavailable" | "unavailable";
+        ErrorCode: "invalid_request" | "invalid_invite" | "unauthenticated" | "invalid_credentials" | "already_authenticated" | "session_required" | "not_owner" | "forbidden" | "not_found" | "method_not_allowed" | "namespace_taken" | "username_taken" | "email_taken" | "already_member" | "already_invited" | "owner_cannot_leave" | "feed_name_taken" | "last_feed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal" | "billing_unavailable" | "unavailable";
         /** @description One validation problem. */
         ErrorDetail: {
             message: string;
@@ -634,7 +645,6 @@ export interface components {
              */
             type: number;
         };
-        FeedDescription: string;
         /** @description Lower-case letters, digits and hyphens, 1–40 characters, starting and ending with a letter or digit. */
         FeedName: string;
         /** @description One page of a list. */
@@ -679,7 +689,17 @@ export interface components {
             created_at: string;
             id: components["schemas"]["Id"];
             /** @description Who invited; null when that account no longer exists. */
-            invited_by: components["schemas"]["Member"] | null;
+            invited_by: {
+                /** @description Address of the member's icon image, `{CDN_URL}/icons/<sha256>.png`, or null when there is none. */
+                icon: string | null;
+                id: components["schemas"]["Id"];
+                /**
+                 * @description `owner` for the project's creator (exactly one per project), `member` otherwise. Absent where no project is in view.
+                 * @enum {string}
+                 */
+                role?: "owner" | "member";
+                username: string;
+            } | null;
             /** @description The invited user. */
             user: components["schemas"]["Member"];
         };
@@ -736,7 +756,8 @@ export interface components {
         };
         PublishEventRequest: {
             description?: string | null;
-            emoji?: (string & components["schemas"]["Emoji"]) | null;
+            /** @description An emoji or other short marker, at most 32 characters; null for none. */
+            emoji?: string | null;
             /** @description What happened, 1–200 characters ("New signup"). */
             event: string;
             /** @description At most 20 tags; keys are lower-case letters, digits and hyphens, at most 32 characters. */
@@ -754,7 +775,17 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             /** @description Who invited; null when that account no longer exists. */
-            invited_by: components["schemas"]["Member"] | null;
+            invited_by: {
+                /** @description Address of the member's icon image, `{CDN_URL}/icons/<sha256>.png`, or null when there is none. */
+                icon: string | null;
+                id: components["schemas"]["Id"];
+                /**
+                 * @description `owner` for the project's creator (exactly one per project), `member` otherwise. Absent where no project is in view.
+                 * @enum {string}
+                 */
+                role?: "owner" | "member";
+                username: string;
+            } | null;
             project: {
                 icon: string | null;
                 name: string;
@@ -795,8 +826,10 @@ export interface components {
         /** @description A tag value: a string of at most 200 characters, a number or a boolean. */
         TagValue: components["schemas"]["TagString"] | number | boolean;
         UpdateFeedRequest: {
-            description?: (string & components["schemas"]["FeedDescription"]) | null;
-            emoji?: (string & components["schemas"]["Emoji"]) | null;
+            /** @description At most 500 characters; null for none. */
+            description?: string | null;
+            /** @description An emoji or other short marker, at most 32 characters; null for none. */
+            emoji?: string | null;
             name?: components["schemas"]["FeedName"];
         };
         /**
@@ -804,7 +837,8 @@ export interface components {
          *     never lost); it cannot be combined with `value`, and on a value that is not a number it is 400.
          */
         UpdateInsightRequest: {
-            emoji?: (string & components["schemas"]["Emoji"]) | null;
+            /** @description An emoji or other short marker, at most 32 characters; null for none. */
+            emoji?: string | null;
             /** Format: double */
             increment?: number;
             title?: components["schemas"]["InsightTitle"];
@@ -893,15 +927,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 501 `not_implemented`. */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
             /** @description 503 `unavailable`. */
             503: {
                 headers: {
@@ -958,15 +983,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 501 `not_implemented`. */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
             /** @description 503 `unavailable`. */
             503: {
                 headers: {
@@ -1013,15 +1029,6 @@ export interface operations {
             };
             /** @description 500 `internal`. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 501 `not_implemented`. */
-            501: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1123,15 +1130,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 501 `not_implemented`. */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
             /** @description 503 `unavailable`. */
             503: {
                 headers: {
@@ -1191,15 +1189,6 @@ export interface operations {
             };
             /** @description 500 `internal`. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 501 `not_implemented`. */
-            501: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1319,15 +1308,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 501 `not_implemented`. */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
             /** @description 503 `unavailable`. */
             503: {
                 headers: {
@@ -1407,15 +1387,6 @@ export interface operations {
             };
             /** @description 500 `internal`. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 501 `not_implemented`. */
-            501: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1526,15 +1497,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 501 `not_implemented`. */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
             /** @description 503 `unavailable`. */
             503: {
                 headers: {
@@ -1614,15 +1576,6 @@ export interface operations {
             };
             /** @description 500 `internal`. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 501 `not_implemented`. */
-            501: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1718,15 +1671,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 501 `not_implemented`. */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
             /** @description 503 `unavailable`. */
             503: {
                 headers: {
@@ -1771,15 +1715,6 @@ export interface operations {
             };
             /** @description 500 `internal`. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 501 `not_implemented`. */
-            501: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1857,15 +1792,6 @@ export interface operations {
             };
             /** @description 500 `internal`. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 501 `not_implemented`. */
-            501: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1976,15 +1902,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 501 `not_implemented`. */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
             /** @description 503 `unavailable`. */
             503: {
                 headers: {
@@ -2061,15 +1978,6 @@ export interface operations {
             };
             /** @description 500 `internal`. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 501 `not_implemented`. */
-            501: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2156,15 +2064,6 @@ export interface operations {
             };
             /** @description 500 `internal`. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 501 `not_implemented`. */
-            501: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2304,15 +2203,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 501 `not_implemented`. */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
             /** @description 503 `unavailable`. */
             503: {
                 headers: {
@@ -2394,15 +2284,6 @@ export interface operations {
             };
             /** @description 500 `internal`. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 501 `not_implemented`. */
-            501: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2502,15 +2383,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 501 `not_implemented`. */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
             /** @description 503 `unavailable`. */
             503: {
                 headers: {
@@ -2585,15 +2457,6 @@ export interface operations {
             };
             /** @description 500 `internal`. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 501 `not_implemented`. */
-            501: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2682,15 +2545,6 @@ export interface operations {
             };
             /** @description 500 `internal`. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 501 `not_implemented`. */
-            501: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2812,15 +2666,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 501 `not_implemented`. */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
             /** @description 503 `unavailable`. */
             503: {
                 headers: {
@@ -2901,15 +2746,6 @@ export interface operations {
             };
             /** @description 500 `internal`. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 501 `not_implemented`. */
-            501: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3032,15 +2868,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 501 `not_implemented`. */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
             /** @description 503 `unavailable`. */
             503: {
                 headers: {
@@ -3147,15 +2974,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 501 `not_implemented`. */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
             /** @description 503 `unavailable`. */
             503: {
                 headers: {
@@ -3237,15 +3055,6 @@ export interface operations {
             };
             /** @description 500 `internal`. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 501 `not_implemented`. */
-            501: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3358,15 +3167,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 501 `not_implemented`. */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
             /** @description 503 `unavailable`. */
             503: {
                 headers: {
@@ -3438,15 +3238,6 @@ export interface operations {
             };
             /** @description 500 `internal`. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 501 `not_implemented`. */
-            501: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3560,15 +3351,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 501 `not_implemented`. */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
             /** @description 503 `unavailable`. */
             503: {
                 headers: {
@@ -3650,15 +3432,6 @@ export interface operations {
             };
             /** @description 500 `internal`. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 501 `not_implemented`. */
-            501: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3789,15 +3562,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 501 `not_implemented`. */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
             /** @description 503 `unavailable`. */
             503: {
                 headers: {
@@ -3891,15 +3655,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 501 `not_implemented`. */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
             /** @description 503 `unavailable`. */
             503: {
                 headers: {
@@ -3980,15 +3735,6 @@ export interface operations {
             };
             /** @description 500 `internal`. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 501 `not_implemented`. */
-            501: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4092,15 +3838,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 501 `not_implemented`. */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
             /** @description 503 `unavailable`. */
             503: {
                 headers: {
@@ -4157,15 +3894,6 @@ export interface operations {
             };
             /** @description 500 `internal`. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 501 `not_implemented`. */
-            501: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4243,15 +3971,6 @@ export interface operations {
             };
             /** @description 500 `internal`. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 501 `not_implemented`. */
-            501: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -116,9 +116,9 @@ export class StripeBilling implements SubscriptionCanceller {
       ]);
     }
     const object = (event as { data?: { object?: unknown } }).data?.object;
-    if (typeof event.id !== 'string' || typeof event.type !== 'string' || typeof object !== 'object' || object === null) {
-      throw new InvalidRequest('The event has no id, type or data.object.', [{ path: '/body', message: 'is not a Stripe event' }]);
+    if (typeof event.id !== 'string' || typeof event.type !== 'string' || !Number.isInteger(event.created) || typeof object !== 'object' || object === null) {
+      throw new InvalidRequest('The event has no id, type, created or data.object.', [{ path: '/body', message: 'is not a Stripe event' }]);
     }
-    return { id: event.id, type: event.type, object: object as Record<string, unknown> };
+    return { id: event.id, type: event.type, created: event.created, object: object as Record<string, unknown> };
   }
 }

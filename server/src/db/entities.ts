@@ -213,6 +213,24 @@ export const StripeEvent = defineEntity({
   },
 });
 
+/**
+ * The last known state of each Stripe subscription, from its `customer.subscription.*` events.
+ * Stripe does not deliver events in order: a subscription's first events often arrive before the
+ * `checkout.session.completed` that ties it to a project, and an older update can arrive after a
+ * newer one. `event_created` (the `created` time of the last event applied) lets an older event be
+ * recognised and skipped; the stored tier is what a project gets when its checkout completes.
+ */
+export const StripeSubscription = defineEntity({
+  name: 'StripeSubscription',
+  tableName: 'stripe_subscriptions',
+  properties: {
+    id: p.text().primary(),
+    status: p.text(),
+    tier: p.integer(),
+    eventCreated: timestamp(),
+  },
+});
+
 export type User = InferEntity<typeof User>;
 export type Session = InferEntity<typeof Session>;
 export type ApiToken = InferEntity<typeof ApiToken>;
@@ -225,5 +243,6 @@ export type Insight = InferEntity<typeof Insight>;
 export type Activity = InferEntity<typeof Activity>;
 export type Event = InferEntity<typeof Event>;
 export type StripeEvent = InferEntity<typeof StripeEvent>;
+export type StripeSubscription = InferEntity<typeof StripeSubscription>;
 
-export const entities = [User, Session, ApiToken, InviteCode, Project, ProjectMember, Feed, ProjectInvite, Insight, Activity, Event, StripeEvent];
+export const entities = [User, Session, ApiToken, InviteCode, Project, ProjectMember, Feed, ProjectInvite, Insight, Activity, Event, StripeEvent, StripeSubscription];

@@ -1,7 +1,7 @@
 /** The project's append-only log. Records are written with the change they describe, in its transaction. */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Activity, type Project, type User } from '../db/entities.js';
-import { decodeCursor, type PageRequest } from './pagination.js';
+import { findPage, type PageRequest } from './pagination.js';
 
 export type ActivityType =
   | 'project.created'
@@ -26,10 +26,5 @@ export function recordActivity(em: EntityManager, project: Project, actor: User 
 }
 
 export async function listActivity(em: EntityManager, project: Project, page: PageRequest): Promise<Activity[]> {
-  const below = decodeCursor(page.cursor);
-  return em.find(
-    Activity,
-    { project, ...(below ? { id: { $lt: below } } : {}) },
-    { orderBy: { id: 'desc' }, limit: page.limit + 1, populate: ['actor'] },
-  );
+  return findPage(em, Activity, { project }, page, { populate: ['actor'] });
 }

@@ -5,18 +5,25 @@
  * leaves no id behind, so Stripe's next delivery tries again. The project row is locked for the
  * change, as a delete locks it, so an event and a delete of the same project never interleave.
  *
+ * Stripe does not deliver in order. A subscription's own events (`customer.subscription.*`) keep
+ * its last known status and tier in `stripe_subscriptions`, with the `created` time of the event
+ * that said so: an event older than that is skipped, and a checkout that completes after its
+ * subscription's first events takes the tier from there. A canceled subscription stays canceled.
+ *
  * Events are plain data here (the billing adapter verified and parsed them): nothing in this file
  * depends on the stripe package.
  */
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Project, StripeEvent } from '../db/entities.js';
+import { Project, StripeEvent, StripeSubscription } from '../db/entities.js';
 import { recordActivity } from './activity.js';
 
 /** A verified Stripe event: its id, its type and the object it carries (`data.object`). */
 export interface WebhookEvent {
   id: string;
   type: string;
+  /** When Stripe created the event, in seconds since the epoch. */
+  created: number;
   object: Record<string, unknown>;
 }
 
@@ -32,7 +39,7 @@ export interface WebhookVerifier {
 
 /** What an event did: changed a project, found nothing to change, was not for us, or was seen before. */
 export type EventOutcome =
-  | { outcome: 'changed'; projectId: string; tier: number; billingId: string | null }
+  | { outcome: 'changed'; projectId: string; tier: number; billingId: string | null; replacedBillingId?: string }
   | { outcome: 'unchanged'; projectId: string }
   | { outcome: 'ignored'; reason: string }
   | { outcome: 'duplicate' };
@@ -100,34 +107,54 @@ async function apply(tx: EntityManager, priceTiers: ReadonlyMap<string, number>,
       if (!subscription) return { outcome: 'ignored', reason: 'the session created no subscription' };
       const project = await tx.findOne(Project, { id: projectId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
       if (!project) return { outcome: 'ignored', reason: 'unknown project' };
-      if (project.billingId === subscription) return { outcome: 'unchanged', projectId: project.id };
       // A subscription belongs to one project (billing_id is unique): never move it to a second one.
-      const holder = await tx.findOne(Project, { billingId: subscription }, { fields: ['id'] });
+      const holder = await tx.findOne(Project, { billingId: subscription, id: { $ne: project.id } }, { fields: ['id'] });
       if (holder) return { outcome: 'ignored', reason: 'the subscription already belongs to another project' };
-      return change(tx, project, event, { tier: project.tier, billingId: subscription }, project.billingId);
+      const known = await tx.findOne(StripeSubscription, { id: subscription }, { refresh: true });
+      if (known?.status === 'canceled') return { outcome: 'ignored', reason: 'the subscription was deleted before its checkout completed' };
+      // The subscription's own events may have come first: they know its tier.
+      const tier = known ? known.tier : project.tier;
+      if (project.billingId === subscription && project.tier === tier) return { outcome: 'unchanged', projectId: project.id };
+      // A project that already had another subscription: the new one replaces it here (the
+      // activity record keeps the old id, and the log warns: that one may still be billing).
+      const replaced = project.billingId && project.billingId !== subscription ? project.billingId : undefined;
+      return change(tx, project, event, { tier, billingId: subscription }, replaced);
     }
     case 'customer.subscription.created':
-    case 'customer.subscription.updated': {
-      const project = await projectBySubscription(tx, object);
-      if (!project) return { outcome: 'ignored', reason: 'unknown subscription' };
-      const tier = tierOf(object, priceTiers);
-      if (tier === project.tier) return { outcome: 'unchanged', projectId: project.id };
-      return change(tx, project, event, { tier, billingId: project.billingId ?? null });
-    }
+    case 'customer.subscription.updated':
     case 'customer.subscription.deleted': {
-      const project = await projectBySubscription(tx, object);
-      if (!project) return { outcome: 'ignored', reason: 'unknown subscription' };
-      return change(tx, project, event, { tier: 0, billingId: null });
+      const subscription = text(object.id);
+      if (!subscription) return { outcome: 'ignored', reason: 'no subscription id' };
+      const deleted = event.type === 'customer.subscription.deleted';
+      const tier = deleted ? 0 : tierOf(object, priceTiers);
+      const status = deleted ? 'canceled' : (text(object.status) ?? 'unknown');
+      if (!(await remember(tx, subscription, status, tier, event.created))) {
+        return { outcome: 'ignored', reason: 'older than the last event applied to this subscription, or it was canceled' };
+      }
+      const project = await tx.findOne(Project, { billingId: subscription }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+      if (!project) return { outcome: 'ignored', reason: 'no project has this subscription (yet)' };
+      if (deleted) return change(tx, project, event, { tier: 0, billingId: null });
+      if (tier === project.tier) return { outcome: 'unchanged', projectId: project.id };
+      return change(tx, project, event, { tier, billingId: subscription });
     }
     default:
       return { outcome: 'ignored', reason: 'event type not handled' };
   }
 }
 
-async function projectBySubscription(tx: EntityManager, subscription: Record<string, unknown>): Promise<Project | null> {
-  const id = text(subscription.id);
-  if (!id) return null;
-  return tx.findOne(Project, { billingId: id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+/**
+ * Stores a subscription's state as of an event, unless a newer event was applied already or the
+ * subscription is canceled (which is final). Returns whether it was stored.
+ */
+async function remember(tx: EntityManager, id: string, status: string, tier: number, created: number): Promise<boolean> {
+  const rows = await tx.execute<{ id: string }[]>(
+    `insert into stripe_subscriptions (id, status, tier, event_created) values (?, ?, ?, ?)
+     on conflict (id) do update set status = excluded.status, tier = excluded.tier, event_created = excluded.event_created
+     where stripe_subscriptions.status <> 'canceled' and stripe_subscriptions.event_created <= excluded.event_created
+     returning id`,
+    [id, status, tier, new Date(created * 1000)],
+  );
+  return rows.length > 0;
 }
 
 function change(
@@ -135,7 +162,7 @@ function change(
   project: Project,
   event: WebhookEvent,
   next: { tier: number; billingId: string | null },
-  replaced?: string | null,
+  replaced?: string,
 ): EventOutcome {
   project.tier = next.tier;
   project.billingId = next.billingId;
@@ -146,5 +173,5 @@ function change(
     billing_id: next.billingId,
     ...(replaced ? { replaced_billing_id: replaced } : {}),
   });
-  return { outcome: 'changed', projectId: project.id, tier: next.tier, billingId: next.billingId };
+  return { outcome: 'changed', projectId: project.id, tier: next.tier, billingId: next.billingId, ...(replaced ? { replacedBillingId: replaced } : {}) };
 }

@@ -7,7 +7,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiToken, Session, User } from '../db/entities.js';
 import { NotFound } from '../errors.js';
-import { decodeCursor, type PageRequest } from './pagination.js';
+import { findPage, type PageRequest } from './pagination.js';
 
 const SESSION_IDLE_DAYS = 30;
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -107,12 +107,7 @@ export async function createApiToken(
 }
 
 export async function listApiTokens(em: EntityManager, user: User, page: PageRequest): Promise<ApiToken[]> {
-  const below = decodeCursor(page.cursor);
-  return em.find(
-    ApiToken,
-    { user, ...(below ? { id: { $lt: below } } : {}) },
-    { orderBy: { id: 'desc' }, limit: page.limit + 1 },
-  );
+  return findPage(em, ApiToken, { user }, page);
 }
 
 export async function revokeApiToken(em: EntityManager, user: User, id: string): Promise<void> {

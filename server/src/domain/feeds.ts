@@ -3,7 +3,7 @@ import { LockMode, type EntityManager } from '@mikro-orm/postgresql';
 import { Feed, Project, type User } from '../db/entities.js';
 import { Conflict, NotFound } from '../errors.js';
 import { recordActivity } from './activity.js';
-import { decodeCursor, type PageRequest } from './pagination.js';
+import { findPage, type PageRequest } from './pagination.js';
 import { conflictOn } from './unique.js';
 
 const NAME_TAKEN = {
@@ -17,8 +17,7 @@ export async function feedNamed(em: EntityManager, project: Project, name: strin
 }
 
 export async function listFeeds(em: EntityManager, project: Project, page: PageRequest): Promise<Feed[]> {
-  const below = decodeCursor(page.cursor);
-  return em.find(Feed, { project, ...(below ? { id: { $lt: below } } : {}) }, { orderBy: { id: 'desc' }, limit: page.limit + 1 });
+  return findPage(em, Feed, { project }, page);
 }
 
 export interface FeedInput {

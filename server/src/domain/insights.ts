@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { Insight, type InsightValue, type Project, type User } from '../db/entities.js';
 import { InvalidRequest, NotFound } from '../errors.js';
 import { recordActivity } from './activity.js';
-import { decodeCursor, type PageRequest } from './pagination.js';
+import { findPage, type PageRequest } from './pagination.js';
 
 const insightNotFound = () => new NotFound('No insight with this id in this project.');
 
@@ -22,8 +22,7 @@ export async function createInsight(
 }
 
 export async function listInsights(em: EntityManager, project: Project, page: PageRequest): Promise<Insight[]> {
-  const below = decodeCursor(page.cursor);
-  return em.find(Insight, { project, ...(below ? { id: { $lt: below } } : {}) }, { orderBy: { id: 'desc' }, limit: page.limit + 1 });
+  return findPage(em, Insight, { project }, page);
 }
 
 export interface InsightChanges {

@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ProjectInvite, ProjectMember, User, type Project } from '../db/entities.js';
 import { Conflict, NotFound } from '../errors.js';
 import { recordActivity } from './activity.js';
-import { decodeCursor, type PageRequest } from './pagination.js';
+import { findPage, type PageRequest } from './pagination.js';
 import { conflictOn } from './unique.js';
 
 async function userNamed(em: EntityManager, username: string): Promise<User> {
@@ -44,21 +44,11 @@ export async function createInvite(em: EntityManager, actor: User, project: Proj
 }
 
 export async function listInvites(em: EntityManager, project: Project, page: PageRequest): Promise<ProjectInvite[]> {
-  const below = decodeCursor(page.cursor);
-  return em.find(
-    ProjectInvite,
-    { project, ...(below ? { id: { $lt: below } } : {}) },
-    { orderBy: { id: 'desc' }, limit: page.limit + 1, populate: ['user', 'invitedBy'] },
-  );
+  return findPage(em, ProjectInvite, { project }, page, { populate: ['user', 'invitedBy'] });
 }
 
 export async function listReceivedInvites(em: EntityManager, user: User, page: PageRequest): Promise<ProjectInvite[]> {
-  const below = decodeCursor(page.cursor);
-  return em.find(
-    ProjectInvite,
-    { user, ...(below ? { id: { $lt: below } } : {}) },
-    { orderBy: { id: 'desc' }, limit: page.limit + 1, populate: ['project', 'invitedBy'] },
-  );
+  return findPage(em, ProjectInvite, { user }, page, { populate: ['project', 'invitedBy'] });
 }
 
 /**

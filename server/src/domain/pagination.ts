@@ -2,6 +2,7 @@
  * Cursor pagination over UUID v7 ids: they sort by creation time, so "newest first" is `id desc`
  * and a cursor is the last id seen, opaque to clients.
  */
+import type { EntityManager, EntityName, FilterQuery, FindOptions } from '@mikro-orm/postgresql';
 import { InvalidRequest } from '../errors.js';
 
 export interface PageRequest {
@@ -28,6 +29,22 @@ export function decodeCursor(cursor: string | undefined): string | undefined {
   const id = Buffer.from(cursor, 'base64url').toString('utf8');
   if (!UUID.test(id)) throw InvalidRequest.field('/query/cursor', 'is not a cursor this service issued');
   return id;
+}
+
+/**
+ * One page of rows matching `where`, newest first, fetched with one row more than asked so that
+ * toPage can tell whether another page exists. `options` may add populate hints, never an order.
+ */
+export async function findPage<T extends { id: string }, P extends string = never>(
+  em: EntityManager,
+  entity: EntityName<T>,
+  where: FilterQuery<T>,
+  page: PageRequest,
+  options: Omit<FindOptions<T, P>, 'orderBy' | 'limit'> = {},
+) {
+  const below = decodeCursor(page.cursor);
+  const filter = (below ? { $and: [where, { id: { $lt: below } }] } : where) as FilterQuery<T>;
+  return em.find(entity, filter, { ...options, orderBy: { id: 'desc' }, limit: page.limit + 1 } as FindOptions<T, P>);
 }
 
 /** `rows` were fetched with `limit + 1`; the extra row only says whether another page exists. */

@@ -9,7 +9,7 @@ import { Feed, Project, ProjectMember, type User } from '../db/entities.js';
 import type { IconStore } from '../storage/icons.js';
 import { recordActivity } from './activity.js';
 import type { WebhookVerifier } from './billing.js';
-import { decodeCursor, type PageRequest } from './pagination.js';
+import { findPage, type PageRequest } from './pagination.js';
 import { conflictOn } from './unique.js';
 
 /** What a Project answer shows, loaded in a fixed number of queries whatever the project's size. */
@@ -61,19 +61,14 @@ export async function loadProject(em: EntityManager, id: string): Promise<Projec
 }
 
 export async function listProjects(em: EntityManager, user: User, page: PageRequest): Promise<Project[]> {
-  const below = decodeCursor(page.cursor);
-  const rows = await em.find(
-    Project,
-    { members: { user }, ...(below ? { id: { $lt: below } } : {}) },
-    { orderBy: { id: 'desc' }, limit: page.limit + 1, fields: ['id'] },
-  );
+  // The page is chosen first (filtering on the caller's membership), then loaded whole.
+  const rows = await findPage(em, Project, { members: { user } }, page);
   if (rows.length === 0) return [];
-  const projects = await em.find(
+  return em.find(
     Project,
     { id: { $in: rows.map((r) => r.id) } },
     { populate: PROJECT_VIEW, orderBy: { id: 'desc', members: { createdAt: 'asc' }, feeds: { createdAt: 'asc' } }, refresh: true },
   );
-  return projects;
 }
 
 export interface ProjectChanges {

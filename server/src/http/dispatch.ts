@@ -7,18 +7,13 @@
  * server read a large body.
  */
 import type { Middleware } from 'koa';
-import { Internal, InvalidRequest, NotImplemented } from '../errors.js';
+import { Internal, InvalidRequest } from '../errors.js';
 import type { Services } from '../services.js';
 import { authenticate } from './auth.js';
 import { readJsonBody } from './body.js';
 import type { Contract } from './contract.js';
 import type { HandlerContext, Handlers, OperationId } from './handler-types.js';
 import type { Caller } from '../domain/credentials.js';
-
-/** The handler of an operation whose issue has not landed: 501 right after authentication, before any body is read. */
-export const notImplemented = async (): Promise<never> => {
-  throw new NotImplemented();
-};
 
 export function dispatch(contract: Contract, handlers: Handlers, services: Services): Middleware {
   return async (ctx) => {
@@ -30,7 +25,6 @@ export function dispatch(contract: Contract, handlers: Handlers, services: Servi
     const authorization = ctx.get('Authorization') || undefined;
     const caller = await authenticate(em, op, authorization);
     const handler = handlers[op.operationId as OperationId] as unknown as (c: HandlerContext<OperationId>) => Promise<{ status: number }>;
-    if (handler === notImplemented) throw new NotImplemented();
     const body = op.hasBody ? await readJsonBody(ctx) : undefined;
 
     const checked = contract.validate(
