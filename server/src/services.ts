@@ -1,15 +1,17 @@
+import path from 'node:path';
 import type { Logger } from 'pino';
+import { createBilling } from './billing/index.js';
 import type { Config } from './config.js';
 import type { Database } from './db/orm.js';
-import type { Accounts } from './domain/accounts.js';
+import { Accounts } from './domain/accounts.js';
 import type { SubscriptionCanceller } from './domain/projects.js';
 import type { Contract } from './http/contract.js';
-import type { RateLimits } from './http/rate-limit.js';
-import type { BusMessage } from './live/bus.js';
-import type { LiveStreams } from './live/streams.js';
-import type { IconStore } from './storage/icons.js';
+import { RateLimits } from './http/rate-limit.js';
+import { LocalBus, PostgresBus, type BusMessage, type EventBus } from './live/bus.js';
+import { LiveStreams } from './live/streams.js';
+import { IconStore } from './storage/icons.js';
 
-/** What handlers may reach beyond their request: built once in main.ts. */
+/** What handlers may reach beyond their request: built once per server by createServices. */
 export interface Services {
   config: Config;
   logger: Logger;
@@ -22,4 +24,43 @@ export interface Services {
   rateLimits: RateLimits;
   /** Tells every instance about a committed change (new event, removed member, deleted project); never fails the request. */
   announce(message: BusMessage): void;
+}
+
+/**
+ * Builds the services over an open database. `publicUrl` is read lazily: the service's own address
+ * (for the default `/cdn`) is known only once it listens.
+ */
+export async function createServices(
+  config: Config,
+  logger: Logger,
+  db: Database,
+  contract: Contract,
+  publicUrl: () => string,
+): Promise<{ services: Services; close(): Promise<void> }> {
+  const bus: EventBus =
+    db.kind === 'postgresql'
+      ? await PostgresBus.start(config.databaseUrl!, (sql, params) => db.orm.em.getConnection().execute(sql, params), logger)
+      : new LocalBus();
+  const live = new LiveStreams(db.orm, bus, logger, { heartbeatMs: 15_000, maxBufferedBytes: 1024 * 1024 });
+  const services: Services = {
+    config,
+    logger,
+    db,
+    contract,
+    accounts: new Accounts(config.bcryptRounds),
+    icons: new IconStore(path.join(config.dataDir, 'icons'), () => config.cdnUrl ?? `${publicUrl()}/cdn`),
+    billing: createBilling(config.stripe, logger),
+    live,
+    rateLimits: RateLimits.create(config, db),
+    announce(message) {
+      bus.announce(message).catch((error: unknown) => logger.warn({ err: { type: (error as Error).name }, kind: message.kind }, 'live announce failed'));
+    },
+  };
+  return {
+    services,
+    close: async () => {
+      live.close();
+      await bus.close();
+    },
+  };
 }

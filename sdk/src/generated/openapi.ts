@@ -162,12 +162,15 @@ export interface paths {
         put?: never;
         /**
          * @description Extension, called by Stripe, not by users (no user credential). The raw body must carry a valid
-         *     `Stripe-Signature` for the configured webhook secret (bad, missing or stale: 400, nothing
-         *     changes). Each event id is handled at most once. `checkout.session.completed` (project id in
-         *     `client_reference_id`) sets `billing_id`; `customer.subscription.updated` sets `tier` from the
-         *     price; `customer.subscription.deleted` resets `tier` to 0 and `billing_id` to null. Events for
-         *     unknown projects or subscriptions are acknowledged and ignored. With billing not configured: 503
-         *     `unavailable`.
+         *     `Stripe-Signature` for the configured webhook secret (bad, missing or older than 5 minutes: 400,
+         *     nothing changes). Each event id is handled at most once (a replay answers 200 and changes
+         *     nothing), and an event older than one already applied to the same subscription is skipped.
+         *     `checkout.session.completed` (project id in `client_reference_id`) sets `billing_id`;
+         *     `customer.subscription.created` and `.updated` set `tier` from the price (0 unless the status is
+         *     active or trialing); `customer.subscription.deleted` resets `tier` to 0 and `billing_id` to
+         *     null. Each change writes a `billing.changed` activity record. Events for unknown projects or
+         *     subscriptions, and other event types, are acknowledged and ignored. With billing not
+         *     configured: 503 `unavailable`.
          */
         post: operations["stripeWebhook"];
         delete?: never;
