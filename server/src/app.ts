@@ -3,6 +3,7 @@ import Koa from 'koa';
 import { handlers } from './handlers/index.js';
 import { cdn } from './http/cdn.js';
 import { dispatch } from './http/dispatch.js';
+import { docs } from './http/docs.js';
 import { envelope } from './http/envelope.js';
 import type { Metrics } from './http/metrics.js';
 import { requestLog } from './http/request-log.js';
@@ -20,6 +21,7 @@ export function createApp(services: Services, metrics?: Metrics): Koa {
   if (metrics) app.use(metrics.endpoint(services.config.metrics.token));
   app.use(cors(services.config.corsOrigins));
   app.use(cdn(services.icons));
+  app.use(docs());
   app.use(dispatch(services.contract, handlers, services));
   return app;
 }
