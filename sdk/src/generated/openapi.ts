@@ -8,7 +8,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Liveness: the process is up and serving. */
+        /**
+         * Liveness
+         * @description Liveness: the process is up and serving.
+         */
         get: operations["getHealth"];
         put?: never;
         post?: never;
@@ -25,7 +28,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Readiness: the database answers. 503 `unavailable` when it does not. */
+        /**
+         * Readiness
+         * @description Readiness: the database answers. 503 `unavailable` when it does not.
+         */
         get: operations["getReadiness"];
         put?: never;
         post?: never;
@@ -43,6 +49,7 @@ export interface paths {
             cookie?: never;
         };
         /**
+         * Greeting
          * @description Greets the caller. Public: it answers the same with or without a credential, and ignores any
          *     `Authorization` header (the interface document's example sends one with the `Token` scheme).
          */
@@ -65,6 +72,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
+         * Log in
          * @description Extension: signs in with a username or email address and a password, and opens a new session.
          *     An unknown user and a wrong password both answer 401 `invalid_credentials`, in the same time.
          *     Any `Authorization` header is ignored.
@@ -86,7 +94,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** @description Ends the calling session: deletes the session and its device record (user agent, address, times). Session token only. */
+        /**
+         * Log out
+         * @description Ends the calling session: deletes the session and its device record (user agent, address, times). Session token only.
+         */
         delete: operations["logout"];
         options?: never;
         head?: never;
@@ -103,6 +114,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
+         * Sign up with an invite code
          * @description Creates an account with an invite code and signs it in. Must be called without a credential:
          *     a valid one is 403 `already_authenticated`, an invalid one 401. The invite code's use is taken in
          *     the same transaction as the account, so a code with one use left admits exactly one of any number
@@ -123,10 +135,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Extension: lists the caller's API tokens, newest first. Session token only. */
+        /**
+         * List API tokens
+         * @description Extension: lists the caller's API tokens, newest first. Session token only.
+         */
         get: operations["listApiTokens"];
         put?: never;
-        /** @description Extension: mints an API token for the caller. Session token only. */
+        /**
+         * Create an API token
+         * @description Extension: mints an API token for the caller. Session token only.
+         */
         post: operations["createApiToken"];
         delete?: never;
         options?: never;
@@ -144,7 +162,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** @description Extension: revokes one of the caller's API tokens at once. Another user's token id is 404. Session token only. */
+        /**
+         * Revoke an API token
+         * @description Extension: revokes one of the caller's API tokens at once. Another user's token id is 404. Session token only.
+         */
         delete: operations["deleteApiToken"];
         options?: never;
         head?: never;
@@ -161,6 +182,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
+         * Stripe webhook
          * @description Extension, called by Stripe, not by users (no user credential). The raw body must carry a valid
          *     `Stripe-Signature` for the configured webhook secret (bad, missing or older than 5 minutes: 400,
          *     nothing changes). Each event id is handled at most once (a replay answers 200 and changes
@@ -186,7 +208,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description This contract as an OpenAPI 3.0 document (the raw document, not an envelope). */
+        /**
+         * This contract (OpenAPI)
+         * @description This contract as an OpenAPI 3.0 document (the raw document, not an envelope).
+         */
         get: operations["getOpenApi"];
         put?: never;
         post?: never;
@@ -203,10 +228,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Extension: the projects the caller is a member of, newest first. */
+        /**
+         * List my projects
+         * @description Extension: the projects the caller is a member of, newest first.
+         */
         get: operations["listProjects"];
         put?: never;
         /**
+         * Create a project
          * @description Creates a project owned by the caller: it holds one feed (`general`, type 0) and its creator as
          *     its only member; `tier` is 0 and `billing_id` null. 409 `namespace_taken`; 400 for an icon that
          *     is not a real PNG within the limits (nothing is stored then).
@@ -225,11 +254,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description A project, to any of its members. */
+        /**
+         * Get a project
+         * @description A project, to any of its members.
+         */
         get: operations["getProject"];
         put?: never;
         post?: never;
         /**
+         * Delete a project
          * @description Deletes a project and everything attached to it, in one transaction, after cancelling its
          *     Stripe subscription if it has one (502 `billing_unavailable` when Stripe fails: nothing is
          *     deleted then). Owner only, with a session token.
@@ -238,6 +271,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
+         * Update a project
          * @description Changes a project's name, namespace or icon. Owner only (a member gets 403 `not_owner`);
          *     409 `namespace_taken`.
          */
@@ -251,7 +285,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description The project's activity, newest first, to any member. */
+        /**
+         * Activity log
+         * @description The project's activity, newest first, to any member.
+         */
         get: operations["listActivity"];
         put?: never;
         post?: never;
@@ -268,7 +305,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description The project's events, newest first, optionally of one feed and carrying one tag. */
+        /**
+         * List events
+         * @description The project's events, newest first, optionally of one feed and carrying one tag.
+         */
         get: operations["listEvents"];
         put?: never;
         post?: never;
@@ -286,6 +326,7 @@ export interface paths {
             cookie?: never;
         };
         /**
+         * Stream events live (SSE)
          * @description Server-Sent Events: each new event of the project as an `event` message whose `id` is the
          *     event's id and whose `data` is the Event as JSON, with a comment heartbeat every 15 s. Send
          *     `Last-Event-ID` to receive first, in order, the events published since that one. Members only;
@@ -307,9 +348,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List feeds */
         get: operations["listFeeds"];
         put?: never;
-        /** @description 409 `feed_name_taken` when the project already has a feed of that name. */
+        /**
+         * Create a feed
+         * @description 409 `feed_name_taken` when the project already has a feed of that name.
+         */
         post: operations["createFeed"];
         delete?: never;
         options?: never;
@@ -327,10 +372,14 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** @description Deletes a feed and its events. A project keeps at least one feed: 409 `last_feed`. */
+        /**
+         * Delete a feed
+         * @description Deletes a feed and its events. A project keeps at least one feed: 409 `last_feed`.
+         */
         delete: operations["deleteFeed"];
         options?: never;
         head?: never;
+        /** Update a feed */
         patch: operations["updateFeed"];
         trace?: never;
     };
@@ -343,7 +392,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Publishes an event to a feed, with an API token (the usual way) or a session. */
+        /**
+         * Publish an event
+         * @description Publishes an event to a feed, with an API token (the usual way) or a session.
+         */
         post: operations["publishEvent"];
         delete?: never;
         options?: never;
@@ -358,9 +410,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Newest first. */
+        /**
+         * List insights
+         * @description Newest first.
+         */
         get: operations["listInsights"];
         put?: never;
+        /** Create an insight */
         post: operations["createInsight"];
         delete?: never;
         options?: never;
@@ -378,9 +434,11 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
+        /** Delete an insight */
         delete: operations["deleteInsight"];
         options?: never;
         head?: never;
+        /** Update or increment an insight */
         patch: operations["updateInsight"];
         trace?: never;
     };
@@ -391,10 +449,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description The project's pending invites, newest first, to any member. */
+        /**
+         * List pending invites
+         * @description The project's pending invites, newest first, to any member.
+         */
         get: operations["listInvites"];
         put?: never;
         /**
+         * Invite a user
          * @description The owner invites an existing user. 404 when the user does not exist; 409 `already_member` or
          *     `already_invited`; a member who is not the owner: 403 `not_owner`.
          */
@@ -414,12 +476,16 @@ export interface paths {
         };
         get?: never;
         /**
+         * Accept an invite
          * @description The invitee accepts: it becomes a member and the invite is gone; answers the project. Only the
          *     invitee may accept: a member naming someone else gets 403 `forbidden`, anyone else 404.
          */
         put: operations["acceptInvite"];
         post?: never;
-        /** @description The owner revokes the invite, or the invitee declines it. */
+        /**
+         * Revoke or decline an invite
+         * @description The owner revokes the invite, or the invitee declines it.
+         */
         delete: operations["deleteInvite"];
         options?: never;
         head?: never;
@@ -437,6 +503,7 @@ export interface paths {
         put?: never;
         post?: never;
         /**
+         * Remove a member or leave
          * @description Removes a member: the owner removes anyone else, a member removes itself (leaves). The owner
          *     cannot be removed: 409 `owner_cannot_leave`. A member removing someone else: 403 `not_owner`.
          */
@@ -453,7 +520,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Extension: the caller's own account. */
+        /**
+         * The current user
+         * @description Extension: the caller's own account.
+         */
         get: operations["getCurrentUser"];
         put?: never;
         post?: never;
@@ -471,6 +541,7 @@ export interface paths {
             cookie?: never;
         };
         /**
+         * Invites received
          * @description Extension: the invites waiting for the caller, newest first; accept one with
          *     `PUT /v1/projects/{namespace}/invites/{username}`.
          */
