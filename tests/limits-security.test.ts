@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { http, signUp, sql, startExtraServer } from './support/harness.js';
+import { createInviteCode } from '../server/src/domain/invite-codes.js';
+import { http, secret, sql, startExtraServer, uniqueName } from './support/harness.js';
 import type { RunningServer } from '../server/src/server.js';
 
 async function call(server: RunningServer, method: string, path: string, headers: Record<string, string> = {}, body?: string) {
@@ -45,17 +46,31 @@ describe('rate limits', function () {
   });
 
   it('counts other routes per credential, separately for each, and per address without one', async () => {
-    const [alice, bob] = [await signUp(), await signUp()];
-    const statuses = async (token: string) => {
-      const seen = [];
-      for (let i = 0; i < 6; i++) seen.push((await call(server, 'GET', '/v1/users/me', { Authorization: `Bearer ${token}` })).status);
-      return seen;
-    };
-    expect(await statuses(alice.token)).to.deep.equal([200, 200, 200, 200, 200, 429]);
-    expect(await statuses(bob.token)).to.deep.equal([200, 200, 200, 200, 200, 429]);
-    const anonymous = [];
-    for (let i = 0; i < 6; i++) anonymous.push((await call(server, 'GET', '/v1')).status);
-    expect(anonymous).to.deep.equal([200, 200, 200, 200, 200, 429]);
+    // Its own server, so the accounts live in its database (embedded: a database of its own).
+    const perCredential = await startExtraServer({ AUTH_RATE_LIMIT: '0', API_RATE_LIMIT: '5' });
+    try {
+      const account = async () => {
+        const { code } = await createInviteCode(perCredential.db.orm.em.fork(), {});
+        const username = uniqueName();
+        const answer = await call(perCredential, 'POST', '/v1/auth/signup', { 'Content-Type': 'application/json' },
+          JSON.stringify({ username, email: `${username}@example.com`, password: secret(`pw-${username}`), invite: secret(code) }));
+        expect(answer.status).to.equal(201);
+        return secret(answer.json.data.token as string);
+      };
+      const statuses = async (token?: string) => {
+        const seen = [];
+        for (let i = 0; i < 6; i++) {
+          seen.push((await call(perCredential, 'GET', token ? '/v1/users/me' : '/v1', token ? { Authorization: `Bearer ${token}` } : {})).status);
+        }
+        return seen;
+      };
+      const [alice, bob] = [await account(), await account()];
+      expect(await statuses(alice)).to.deep.equal([200, 200, 200, 200, 200, 429]);
+      expect(await statuses(bob)).to.deep.equal([200, 200, 200, 200, 200, 429]);
+      expect(await statuses()).to.deep.equal([200, 200, 200, 200, 200, 429]);
+    } finally {
+      await perCredential.close();
+    }
   });
 
   it('never limits health checks', async () => {

@@ -25,6 +25,7 @@ try {
       logger.info({ signal }, 'shutting down');
       const force = setTimeout(() => process.exit(1), 10_000).unref();
       await server.close();
+      logger.info('closed');
       clearTimeout(force);
       process.exit(0);
     });

@@ -42,15 +42,15 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     server.requestTimeout = 30_000;
     server.headersTimeout = 10_000;
     server.keepAliveTimeout = 5_000;
+    if (db.kind === 'embedded') cleanups.push((await startOperatorChannel(db, config.dataDir, logger)).close);
     await listen(server, config.port, config.host);
-    // Event streams end first (they never finish on their own), then in-flight requests finish and
-    // idle keep-alive sockets close at once.
+    // Closed first (cleanups run in reverse): the listener stops accepting at once; event streams
+    // end (they never finish on their own), then in-flight requests finish and idle keep-alive sockets close.
     cleanups.push(() => new Promise<void>((resolve) => {
       services.live.close();
       server.close(() => resolve());
       server.closeIdleConnections();
     }));
-    if (db.kind === 'embedded') cleanups.push((await startOperatorChannel(db, config.dataDir, logger)).close);
 
     const { port } = server.address() as AddressInfo;
     const host = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;

@@ -348,7 +348,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List feeds */
+        /**
+         * List feeds
+         * @description The project's feeds, a page at a time. Members only.
+         */
         get: operations["listFeeds"];
         put?: never;
         /**
@@ -379,7 +382,10 @@ export interface paths {
         delete: operations["deleteFeed"];
         options?: never;
         head?: never;
-        /** Update a feed */
+        /**
+         * Update a feed
+         * @description Changes a feed's name, description or emoji. Members only.
+         */
         patch: operations["updateFeed"];
         trace?: never;
     };
@@ -416,7 +422,10 @@ export interface paths {
          */
         get: operations["listInsights"];
         put?: never;
-        /** Create an insight */
+        /**
+         * Create an insight
+         * @description Creates an insight: a named figure (a number, a boolean or a short string) the project keeps an eye on. Members only.
+         */
         post: operations["createInsight"];
         delete?: never;
         options?: never;
@@ -434,11 +443,17 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete an insight */
+        /**
+         * Delete an insight
+         * @description Deletes an insight. Members only.
+         */
         delete: operations["deleteInsight"];
         options?: never;
         head?: never;
-        /** Update or increment an insight */
+        /**
+         * Update or increment an insight
+         * @description Changes an insight's title, value or emoji, or adds `increment` to a numeric value atomically. Members only.
+         */
         patch: operations["updateInsight"];
         trace?: never;
     };
@@ -838,11 +853,8 @@ export interface components {
             tags?: {
                 [key: string]: components["schemas"]["TagValue"];
             };
-            /**
-             * Format: date-time
-             * @description When it happened in the publisher's product; defaults to the time of publication.
-             */
-            timestamp?: string;
+            /** @description When it happened in the publisher's product; defaults to the time of publication. */
+            timestamp?: components["schemas"]["Timestamp"];
         };
         /** @description A pending invite as its invitee sees it. */
         ReceivedInvite: {
@@ -899,6 +911,11 @@ export interface components {
         TagString: string;
         /** @description A tag value: a string of at most 200 characters, a number or a boolean. */
         TagValue: components["schemas"]["TagString"] | number | boolean;
+        /**
+         * Format: date-time
+         * @description An ISO-8601 (RFC 3339) date and time sent by a client, e.g. `2026-11-23T12:00:00Z`.
+         */
+        Timestamp: string;
         UpdateFeedRequest: {
             /** @description At most 500 characters; null for none. */
             description?: string | null;
@@ -981,6 +998,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description 429 `rate_limited`. */
             429: {
                 headers: {
@@ -1037,6 +1063,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description 429 `rate_limited`. */
             429: {
                 headers: {
@@ -1088,6 +1123,15 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                     };
+                };
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description 429 `rate_limited`. */
@@ -1230,6 +1274,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
             };
             /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
             401: {
@@ -1774,6 +1827,15 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description 429 `rate_limited`. */
@@ -3943,6 +4005,15 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                     };
+                };
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
