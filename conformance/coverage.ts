@@ -1,0 +1,110 @@
+/**
+ * Coverage of the contract: for each operation, whether a case reached it, and for each documented
+ * status whether an answer with it was seen, or why a black-box client cannot provoke it on this
+ * run. Anything documented, provokable and not seen is a gap, and fails the run, so a new operation
+ * or status added to the contract without a conformance case shows up here.
+ */
+import type { ContractModel, Operation } from './contract.js';
+import type { Exchange } from './http.js';
+
+export type StatusState = 'exercised' | 'not-provokable' | 'gap';
+
+export interface StatusCoverage {
+  status: number;
+  state: StatusState;
+  /** Answers seen with this status. */
+  count: number;
+  /** Why it cannot be provoked from outside on this run. */
+  reason?: string;
+}
+
+export interface OperationCoverage {
+  operationId: string;
+  key: string;
+  /** A case reached it with an answer other than 429 (the rate-limit sweep alone does not count). */
+  covered: boolean;
+  statuses: StatusCoverage[];
+}
+
+export interface Coverage {
+  operations: OperationCoverage[];
+  operationsCovered: number;
+  operationsTotal: number;
+  statusesExercised: number;
+  statusesTotal: number;
+  statusesNotProvokable: number;
+  gaps: number;
+  /** Reasons with the (operation, status) pairs they apply to. */
+  notProvokable: { reason: string; pairs: string[] }[];
+}
+
+export interface CoverageContext {
+  rateLimits: boolean;
+  webhookSecret: boolean;
+  /** undefined: not found out (the webhook cases did not run to the end). */
+  billingOn: boolean | undefined;
+  /** Operations that answered a spent credential as usual. */
+  notLimited: Map<string, number>;
+}
+
+/** Why `status` of `op` cannot be provoked from outside on this run; undefined when it can. */
+export function notProvokableReason(op: Operation, status: number, context: CoverageContext): string | undefined {
+  if (status === 500) return '500 `internal` is the answer to a failure inside the service: a black-box client cannot cause one on purpose';
+  if (status === 503) {
+    if (op.caller === 'stripe') {
+      if (context.billingOn === false) return undefined;
+      return "503 is the webhook's answer when billing is not configured, and this deployment has billing on (503 `unavailable` for a database outage needs the database down)";
+    }
+    return '503 `unavailable` needs the database (or the process) to be down';
+  }
+  if (status === 429) {
+    if (!context.rateLimits) return '429 needs the rate limits spent: run with --rate-limits (spends a throwaway credential and, for a minute, this address’s sign-up/login limit)';
+    if (context.notLimited.has(op.key)) return 'this deployment does not rate-limit it: a spent credential got its usual answer (the README exempts health checks and the webhook)';
+    return undefined;
+  }
+  if (status === 502) return '502 `billing_unavailable` needs a project with a Stripe subscription (only a Stripe checkout sets billing_id) and Stripe failing when it is deleted';
+  if (op.caller === 'stripe' && status === 200) {
+    if (!context.webhookSecret) return "200 needs an event signed with the deployment's webhook secret: pass --stripe-webhook-secret";
+    if (context.billingOn === false) return 'billing is off on this deployment: the webhook answers 503 to every event';
+  }
+  return undefined;
+}
+
+export function computeCoverage(contract: ContractModel, exchanges: Exchange[], context: CoverageContext): Coverage {
+  const seen = new Map<string, Map<number, number>>();
+  for (const exchange of exchanges) {
+    if (!exchange.operation) continue;
+    let statuses = seen.get(exchange.operation);
+    if (!statuses) seen.set(exchange.operation, (statuses = new Map()));
+    statuses.set(exchange.status, (statuses.get(exchange.status) ?? 0) + 1);
+  }
+  const reasons = new Map<string, string[]>();
+  const operations = contract.operations.map((op): OperationCoverage => {
+    const observed = seen.get(op.key) ?? new Map<number, number>();
+    const statuses = op.statuses.map((status): StatusCoverage => {
+      const count = observed.get(status) ?? 0;
+      if (count > 0) return { status, state: 'exercised', count };
+      const reason = notProvokableReason(op, status, context);
+      if (reason) {
+        const pairs = reasons.get(reason) ?? [];
+        pairs.push(`${op.key} ${status}`);
+        reasons.set(reason, pairs);
+        return { status, state: 'not-provokable', count, reason };
+      }
+      return { status, state: 'gap', count };
+    });
+    const covered = [...observed.keys()].some((status) => status !== 429);
+    return { operationId: op.operationId, key: op.key, covered, statuses };
+  });
+  const all = operations.flatMap((o) => o.statuses);
+  return {
+    operations,
+    operationsCovered: operations.filter((o) => o.covered).length,
+    operationsTotal: operations.length,
+    statusesExercised: all.filter((s) => s.state === 'exercised').length,
+    statusesTotal: all.length,
+    statusesNotProvokable: all.filter((s) => s.state === 'not-provokable').length,
+    gaps: all.filter((s) => s.state === 'gap').length,
+    notProvokable: [...reasons.entries()].map(([reason, pairs]) => ({ reason, pairs })),
+  };
+}

@@ -1,0 +1,256 @@
+/**
+ * The suite's only way to the deployment: HTTP through fetch. Every answer is judged against the
+ * contract as it arrives and kept (method, path, operation, status, problems) for the coverage and
+ * the reports. Never kept: request bodies (they hold passwords and invite codes), tokens, headers.
+ *
+ * A 429 the case did not ask for (the deployment's rate limits are on and the suite ran into them)
+ * is judged like any answer, then the request is retried after `Retry-After` seconds, so a run
+ * against a deployment with the default limits is slower but still complete.
+ */
+import type { ContractModel, RouteResult } from './contract.js';
+
+export interface Request {
+  method: string;
+  /** Path and query, e.g. `/v1/projects?limit=1`. */
+  path: string;
+  /** A token sent as `Authorization: Bearer <token>`. */
+  token?: string;
+  /** The raw `Authorization` header (wins over `token`). */
+  authorization?: string;
+  /** A JSON body, sent with `Content-Type: application/json`. */
+  json?: unknown;
+  /** A body sent as given, with this content type (none if undefined). */
+  raw?: { body: string | Uint8Array; contentType?: string };
+  headers?: Record<string, string>;
+  /** The case provokes 429 itself: no waiting and retrying. */
+  expect429?: boolean;
+}
+
+export interface Exchange {
+  /** Sequence number in the run. */
+  seq: number;
+  method: string;
+  /** Path and query as sent. */
+  url: string;
+  /** The operation reached (`METHOD /template`), or undefined for a path no operation has. */
+  operation: string | undefined;
+  operationId: string | undefined;
+  status: number;
+  headers: Headers;
+  /** The body text (empty for 204; undefined for event streams, which are read by the case). */
+  text: string | undefined;
+  /** The parsed JSON body, when there is one. */
+  json: any;
+  ms: number;
+  /** Where the answer differs from the contract; empty when it conforms. */
+  problems: string[];
+  /** Which case sent it (index into the case list; -1 for cleanup). */
+  caseIndex: number;
+  /** A short description of what was sent, secrets left out. */
+  sent: string;
+}
+
+export interface StreamExchange extends Exchange {
+  /** The open event stream (only when the status is 200 and the type an event stream). */
+  response: Response;
+  abort: () => void;
+}
+
+export class TransportError extends Error {}
+
+const SECRET_KEYS = /^(password|invite|token)$/i;
+
+/** What was sent, for the reports: JSON with secret fields masked and long strings cut. */
+export function describeBody(request: Request): string {
+  if (request.json !== undefined) {
+    const text = JSON.stringify(request.json, (key, value: unknown) => {
+      if (SECRET_KEYS.test(key) && typeof value === 'string') return '***';
+      if (typeof value === 'string' && value.length > 80) return `${value.slice(0, 40)}… (${value.length} chars)`;
+      return value;
+    });
+    return text.length > 300 ? `${text.slice(0, 300)}…` : text;
+  }
+  if (request.raw) {
+    const size = typeof request.raw.body === 'string' ? Buffer.byteLength(request.raw.body) : request.raw.body.byteLength;
+    return `${size} bytes as ${request.raw.contentType ?? '(no Content-Type)'}`;
+  }
+  return '';
+}
+
+function describeAuth(request: Request): string {
+  if (request.authorization !== undefined) return `Authorization: ${request.authorization.replace(/(\S+\s+)(\S{4})\S+/, '$1$2…')}`;
+  if (request.token) return `Bearer ${request.token.slice(0, 4)}…`;
+  return 'no credential';
+}
+
+export interface ClientOptions {
+  baseUrl: string;
+  contract: ContractModel;
+  timeoutMs: number;
+  /** Called when the suite waits for a rate limit it did not ask for. */
+  onWait?: (seconds: number, exchange: Exchange) => void;
+  /** Longest wait for an unprovoked 429 (seconds); past it the answer is returned as it is. */
+  maxWaitSeconds?: number;
+  userAgent: string;
+}
+
+export class Client {
+  readonly exchanges: Exchange[] = [];
+  caseIndex = -1;
+  /** Unprovoked 429s the suite waited out. */
+  waits = 0;
+
+  constructor(private readonly options: ClientOptions) {}
+
+  get baseUrl(): string {
+    return this.options.baseUrl;
+  }
+
+  routeOf(method: string, path: string): RouteResult {
+    return this.options.contract.route(method, path.split('?')[0]!);
+  }
+
+  private init(request: Request, signal: AbortSignal): RequestInit {
+    const headers: Record<string, string> = { 'User-Agent': this.options.userAgent, ...(request.headers ?? {}) };
+    if (request.authorization !== undefined) headers.Authorization = request.authorization;
+    else if (request.token) headers.Authorization = `Bearer ${request.token}`;
+    let body: string | Uint8Array | undefined;
+    if (request.json !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      body = JSON.stringify(request.json);
+    } else if (request.raw) {
+      if (request.raw.contentType !== undefined) headers['Content-Type'] = request.raw.contentType;
+      body = request.raw.body;
+    }
+    return { method: request.method, headers, body: body as BodyInit | undefined, signal, redirect: 'manual' };
+  }
+
+  private record(request: Request, response: Response, text: string | undefined, started: number): Exchange {
+    const path = request.path.split('?')[0]!;
+    const routed = this.routeOf(request.method, path);
+    const op = routed.kind === 'operation' ? routed.op : undefined;
+    let json: unknown;
+    if (text) {
+      try {
+        json = JSON.parse(text);
+      } catch {
+        json = undefined;
+      }
+    }
+    const exchange: Exchange = {
+      seq: this.exchanges.length + 1,
+      method: request.method.toUpperCase(),
+      url: request.path,
+      operation: op?.key,
+      operationId: op?.operationId,
+      status: response.status,
+      headers: response.headers,
+      text,
+      json,
+      ms: Math.round(performance.now() - started),
+      problems: this.options.contract.judge({ method: request.method, path, status: response.status, headers: response.headers, body: text }),
+      caseIndex: this.caseIndex,
+      sent: [describeAuth(request), describeBody(request)].filter(Boolean).join(', '),
+    };
+    this.exchanges.push(exchange);
+    return exchange;
+  }
+
+  /** Sends one request and reads the whole answer. */
+  async send(request: Request): Promise<Exchange> {
+    for (let attempt = 0; ; attempt++) {
+      const started = performance.now();
+      const signal = AbortSignal.timeout(this.options.timeoutMs);
+      let response: Response;
+      let text: string;
+      try {
+        response = await fetch(this.options.baseUrl + request.path, this.init(request, signal));
+        text = await response.text();
+      } catch (error) {
+        const reason = (error as Error).name === 'TimeoutError' ? `no answer within ${this.options.timeoutMs} ms` : `${(error as Error).message}${(error as { cause?: Error }).cause ? ` (${(error as { cause: Error }).cause.message})` : ''}`;
+        throw new TransportError(`${request.method} ${request.path}: ${reason}`);
+      }
+      const exchange = this.record(request, response, text, started);
+      if (exchange.status !== 429 || request.expect429 || attempt >= 3) return exchange;
+      const seconds = Math.max(1, Number.parseInt(response.headers.get('retry-after') ?? '', 10) || 1);
+      if (seconds > (this.options.maxWaitSeconds ?? 65)) return exchange;
+      this.waits += 1;
+      this.options.onWait?.(seconds, exchange);
+      await new Promise((resolve) => setTimeout(resolve, seconds * 1000 + 100));
+    }
+  }
+
+  /**
+   * Opens an event stream: the answer is judged on its status, headers and content type; a 200
+   * event stream is handed back open for the case to read (and abort), anything else is read whole.
+   */
+  async openStream(request: Request): Promise<StreamExchange> {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), this.options.timeoutMs);
+    const started = performance.now();
+    let response: Response;
+    try {
+      response = await fetch(this.options.baseUrl + request.path, this.init({ ...request, headers: { Accept: 'text/event-stream', ...(request.headers ?? {}) } }, controller.signal));
+    } catch (error) {
+      throw new TransportError(`${request.method} ${request.path}: ${(error as Error).message}`);
+    } finally {
+      clearTimeout(timer);
+    }
+    const isStream = response.status === 200 && /^text\/event-stream\b/i.test(response.headers.get('content-type') ?? '');
+    const text = isStream ? undefined : await response.text();
+    const exchange = this.record(request, response, text, started);
+    return { ...exchange, response, abort: () => controller.abort() };
+  }
+}
+
+export interface SseMessage {
+  id: string | undefined;
+  event: string | undefined;
+  data: string;
+}
+
+/** Reads messages from an open event stream until `enough` says so or `timeoutMs` passes. */
+export async function readEvents(stream: StreamExchange, enough: (messages: SseMessage[]) => boolean, timeoutMs: number): Promise<SseMessage[]> {
+  const messages: SseMessage[] = [];
+  const reader = stream.response.body!.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let current: SseMessage = { id: undefined, event: undefined, data: '' };
+  let dataLines: string[] = [];
+  const timer = setTimeout(() => stream.abort(), timeoutMs);
+  try {
+    while (!enough(messages)) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch {
+        break; // aborted (timeout) or the connection ended
+      }
+      if (chunk.done) break;
+      buffer += decoder.decode(chunk.value, { stream: true });
+      let newline: number;
+      while ((newline = buffer.search(/\r\n|\r|\n/)) >= 0) {
+        const line = buffer.slice(0, newline);
+        buffer = buffer.slice(newline + (buffer.startsWith('\r\n', newline) ? 2 : 1));
+        if (line === '') {
+          if (dataLines.length > 0 || current.event !== undefined) messages.push({ ...current, data: dataLines.join('\n') });
+          current = { id: current.id, event: undefined, data: '' };
+          dataLines = [];
+          continue;
+        }
+        if (line.startsWith(':')) continue;
+        const colon = line.indexOf(':');
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+        if (field === 'data') dataLines.push(value);
+        else if (field === 'event') current.event = value;
+        else if (field === 'id') current.id = value;
+      }
+    }
+  } finally {
+    clearTimeout(timer);
+    stream.abort();
+    reader.releaseLock();
+  }
+  return messages;
+}
