@@ -10,6 +10,8 @@ export interface Config {
   /** Public address icons are served from; when absent, the service's own `/cdn`. */
   cdnUrl: string | undefined;
   logLevel: string;
+  /** `pretty` for a terminal, `json` (the default) for log collectors. */
+  logFormat: 'json' | 'pretty';
   bcryptRounds: number;
   /** Requests a minute: sign-up and login per IP address, other routes per credential; 0 turns a limit off. */
   rateLimits: { auth: number; api: number };
@@ -38,6 +40,12 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
     throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
   }
   return value;
+}
+
+function logFormat(raw: string | undefined): 'json' | 'pretty' {
+  if (raw === undefined || raw === '' || raw === 'json') return 'json';
+  if (raw === 'pretty') return 'pretty';
+  throw new ConfigError(`LOG_FORMAT must be json or pretty, got "${raw}"`);
 }
 
 function boolean(env: NodeJS.ProcessEnv, name: string): boolean {
@@ -89,6 +97,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(env.DATA_DIR || './data'),
     cdnUrl: url(env, 'CDN_URL'),
     logLevel: env.LOG_LEVEL || 'info',
+    logFormat: logFormat(env.LOG_FORMAT),
     bcryptRounds: integer(env, 'BCRYPT_ROUNDS', 10, 4, 15),
     rateLimits: { auth: integer(env, 'AUTH_RATE_LIMIT', 10, 0, 1_000_000), api: integer(env, 'API_RATE_LIMIT', 600, 0, 1_000_000) },
     trustProxy: boolean(env, 'TRUST_PROXY'),

@@ -12,7 +12,7 @@ try {
   console.error(`Configuration error: ${error.message}`);
   process.exit(1);
 }
-const logger = createLogger(config.logLevel);
+const logger = createLogger(config.logLevel, config.logFormat);
 
 try {
   const server = await startServer(config, logger);
