@@ -5,14 +5,25 @@
  *   const { data, error, response } = await sb.GET('/v1/projects/{namespace}', { params: { path: { namespace: 'acme' } } });
  *
  * `data` is the success envelope, `error` the failure envelope (`error.error.code` is an ErrorCode).
+ *
+ * Events have two helpers on top: `publish(...)`, which answers the created Event or throws a
+ * SignalboardError, and `streamEvents(...)`, an async iterator over a project's live stream that
+ * reconnects with `Last-Event-ID` (see stream.ts).
  */
 import createFetchClient, { type Client, type ClientOptions } from 'openapi-fetch';
 import type { components, operations, paths } from './generated/openapi.js';
+import { SignalboardError } from './errors.js';
+import { streamEvents, type StreamEventsOptions } from './stream.js';
 
 export type { components, operations, paths };
 export type Schemas = components['schemas'];
 export type ErrorCode = Schemas['ErrorCode'];
 export type ErrorEnvelope = Schemas['ErrorEnvelope'];
+export type Event = Schemas['Event'];
+export type PublishEventRequest = Schemas['PublishEventRequest'];
+
+export { SignalboardError, streamEvents, type StreamEventsOptions };
+export { SseParser, type SseMessage } from './stream.js';
 
 export interface SignalboardClientOptions extends Omit<ClientOptions, 'baseUrl'> {
   /** Where the service runs, e.g. `http://localhost:3000` (no `/v1`: paths carry it). */
@@ -34,4 +45,44 @@ export function createClient({ baseUrl, token, headers, ...rest }: SignalboardCl
     });
   }
   return client;
+}
+
+/** Where to publish: the project's namespace and the feed's name, with the event itself. */
+export interface PublishInput extends PublishEventRequest {
+  namespace: string;
+  feed: string;
+}
+
+function isClient(target: SignalboardClient | SignalboardClientOptions): target is SignalboardClient {
+  return typeof (target as Partial<SignalboardClient>).POST === 'function';
+}
+
+/**
+ * Publishes an event (`POST /v1/projects/{namespace}/feeds/{feed}/events`), with a client made by
+ * createClient or the options to make one. Answers the created Event; a refusal throws a
+ * SignalboardError carrying the status, the envelope's `code`, `message` and `details`.
+ *
+ *   const event = await publish(sb, { namespace: 'acme', feed: 'signups', event: 'New signup', emoji: '🎉', tags: { plan: 'pro' } });
+ */
+export async function publish(target: SignalboardClient | SignalboardClientOptions, input: PublishInput): Promise<Event> {
+  const client = isClient(target) ? target : createClient(target);
+  const { namespace, feed, ...body } = input;
+  const { data, error, response } = await client.POST('/v1/projects/{namespace}/feeds/{feed}/events', { params: { path: { namespace, feed } }, body });
+  if (data) return data.data;
+  throw SignalboardError.fromEnvelope(response.status, error);
+}
+
+/** A project's events in one object: `publish(feed, event)` and `stream({ lastEventId?, signal? })`. */
+export interface ProjectEvents {
+  publish(feed: string, event: PublishEventRequest): Promise<Event>;
+  stream(options?: Omit<StreamEventsOptions, 'baseUrl' | 'token' | 'namespace'>): AsyncGenerator<Event, void, undefined>;
+}
+
+export function projectEvents(options: SignalboardClientOptions & { namespace: string }): ProjectEvents {
+  const { namespace, ...clientOptions } = options;
+  const client = createClient(clientOptions);
+  return {
+    publish: (feed, event) => publish(client, { ...event, namespace, feed }),
+    stream: (streamOptions = {}) => streamEvents({ ...streamOptions, baseUrl: options.baseUrl, token: options.token, namespace }),
+  };
 }

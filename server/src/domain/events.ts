@@ -1,5 +1,6 @@
 /** Events: published by the user's own code to a feed, read back newest first. */
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { v7 } from 'uuid';
 import { Event, Feed, type Project, type TagValue } from '../db/entities.js';
 import { InvalidRequest } from '../errors.js';
 import { feedNamed } from './feeds.js';
@@ -24,23 +25,48 @@ function checkTags(tags: Record<string, TagValue>): void {
   if (bad !== undefined) throw InvalidRequest.field(`/body/tags/${bad}`, 'must be a key of 1–32 lower-case letters, digits and hyphens');
 }
 
+/** The class of the advisory lock that orders a project's publications (its second key is the project). */
+const PUBLISH_LOCK = 0x5b1e;
+
+/**
+ * A UUID v7 above `last`: a fresh one, unless this instance's clock is behind the last publisher's
+ * (or in the same millisecond), then the last id plus one, keeping the version and variant bits.
+ */
+function idAfter(last: string | undefined): string {
+  const fresh = v7();
+  if (last === undefined || fresh > last) return fresh;
+  const next = (BigInt(`0x${last.replace(/-/g, '')}`) + 1n).toString(16).padStart(32, '0');
+  return `${next.slice(0, 8)}-${next.slice(8, 12)}-${next.slice(12, 16)}-${next.slice(16, 20)}-${next.slice(20)}`;
+}
+
+/**
+ * Stores an event. A project's event ids are handed out in commit order, on every instance: the
+ * id is chosen under a per-project lock held until commit, above the project's latest id. Readers
+ * that ask for "the events after id X" (the live stream, Last-Event-ID resumption) therefore never
+ * miss an event that was still committing when they read, nor see one twice.
+ */
 export async function publishEvent(em: EntityManager, project: Project, feedName: string, input: EventInput): Promise<Event> {
   const tags = input.tags ?? {};
   checkTags(tags);
   const feed = await feedNamed(em, project, feedName);
-  const now = new Date();
-  const event = em.create(Event, {
-    project,
-    feed,
-    event: input.event,
-    description: input.description ?? null,
-    emoji: input.emoji ?? null,
-    tags,
-    timestamp: input.timestamp ? new Date(input.timestamp) : now,
-    createdAt: now,
+  return em.transactional(async (tx) => {
+    await tx.execute('select pg_advisory_xact_lock(?, hashtext(?::text))', [PUBLISH_LOCK, project.id]);
+    const [latest] = await tx.find(Event, { project }, { orderBy: { id: 'desc' }, limit: 1, fields: ['id'] });
+    const now = new Date();
+    const event = tx.create(Event, {
+      id: idAfter(latest?.id),
+      project,
+      feed,
+      event: input.event,
+      description: input.description ?? null,
+      emoji: input.emoji ?? null,
+      tags,
+      timestamp: input.timestamp ? new Date(input.timestamp) : now,
+      createdAt: now,
+    });
+    await tx.flush();
+    return event;
   });
-  await em.flush();
-  return event;
 }
 
 export interface EventFilter {

@@ -1,6 +1,6 @@
 /** Feeds: the named streams of events inside a project. A project keeps at least one. */
-import { LockMode, type EntityManager } from '@mikro-orm/postgresql';
-import { Feed, Project, type User } from '../db/entities.js';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { Feed, type Project, type User } from '../db/entities.js';
 import { Conflict, NotFound } from '../errors.js';
 import { recordActivity } from './activity.js';
 import { findPage, type PageRequest } from './pagination.js';
@@ -59,7 +59,9 @@ export async function updateFeed(em: EntityManager, actor: User, project: Projec
  */
 export async function deleteFeed(em: EntityManager, actor: User, project: Project, name: string): Promise<void> {
   await em.transactional(async (tx) => {
-    await tx.findOneOrFail(Project, { id: project.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    // FOR NO KEY UPDATE, not FOR UPDATE: it still serialises feed deletions of one project, but does
+    // not block (or deadlock with) an event insert, whose foreign key check takes a KEY SHARE lock.
+    await tx.execute('select 1 from projects where id = ? for no key update', [project.id]);
     const feed = await feedNamed(tx, project, name);
     if ((await tx.count(Feed, { project })) <= 1) throw new Conflict('last_feed', 'A project keeps at least one feed.');
     recordActivity(tx, project, actor, 'feed.deleted', { feed: feed.name });

@@ -7,8 +7,8 @@
 import type { Readable } from 'node:stream';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
-import { ConnectionException, DriverException } from '@mikro-orm/core';
-import { ApiError, Internal, Unavailable } from '../errors.js';
+import { ConnectionException, DriverException, ForeignKeyConstraintViolationException } from '@mikro-orm/core';
+import { ApiError, Internal, NotFound, Unavailable } from '../errors.js';
 
 export interface Outcome {
   status: number;
@@ -39,6 +39,8 @@ function isDatabaseDown(error: unknown): boolean {
 
 function toApiError(error: unknown, logger: Logger): ApiError {
   if (error instanceof ApiError) return error;
+  // A row the change pointed at was deleted by a concurrent request (an event for a feed being deleted).
+  if (error instanceof ForeignKeyConstraintViolationException) return new NotFound('What this request refers to was deleted meanwhile.');
   if (isDatabaseDown(error)) {
     logger.warn({ err: { type: (error as Error).name, code: (error as { code?: unknown }).code } }, 'database unavailable');
     return new Unavailable();

@@ -1,0 +1,215 @@
+/**
+ * The live stream of a project's events (`GET /v1/projects/{namespace}/events/stream`, Server-Sent
+ * Events) as an async iterator that survives dropped connections:
+ *
+ *   const controller = new AbortController();
+ *   for await (const event of streamEvents({ baseUrl, token, namespace: 'acme', signal: controller.signal })) {
+ *     console.log(event.feed, event.event);
+ *   }
+ *
+ * When the connection drops, it waits the server's `retry:` delay and reconnects with
+ * `Last-Event-ID` set to the id of the last event it yielded: the server first sends what was
+ * published meanwhile, so nothing is lost or yielded twice. It stops when `signal` aborts (the loop
+ * simply ends) and throws a SignalboardError when the service refuses the stream (401, 403, 404,
+ * 400). Only global `fetch` and web streams are used: it runs in Node.js ≥ 20, Deno, Bun and browsers.
+ */
+import type { components } from './generated/openapi.js';
+import { SignalboardError } from './errors.js';
+
+type Event = components['schemas']['Event'];
+
+/** One dispatched Server-Sent Events message. */
+export interface SseMessage {
+  /** The last event ID buffer when the message was dispatched (`id:` lines), if any. */
+  id: string | undefined;
+  /** The `event:` field; `message` when there was none. */
+  event: string;
+  /** The `data:` lines, joined with line feeds. */
+  data: string;
+}
+
+/**
+ * An incremental parser of the `text/event-stream` format (WHATWG HTML, "Server-sent events"):
+ * feed it decoded text in any chunking; it answers the messages completed so far. Comments and
+ * unknown fields are ignored; `retry:` updates `retry`.
+ */
+export class SseParser {
+  /** The reconnection delay the server asked for (ms), once it has. */
+  retry: number | undefined;
+  private buffer = '';
+  private started = false;
+  private data: string[] = [];
+  private eventType = '';
+  private lastEventId: string | undefined;
+
+  push(text: string): SseMessage[] {
+    if (!this.started && text.length > 0) {
+      this.started = true;
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    }
+    this.buffer += text;
+    const messages: SseMessage[] = [];
+    let start = 0;
+    for (let i = 0; i < this.buffer.length; i++) {
+      const c = this.buffer.charCodeAt(i);
+      if (c !== 0x0a && c !== 0x0d) continue;
+      // A CR at the very end may be the first half of a CRLF: decide when more text arrives.
+      if (c === 0x0d && i + 1 === this.buffer.length) break;
+      const line = this.buffer.slice(start, i);
+      if (c === 0x0d && this.buffer.charCodeAt(i + 1) === 0x0a) i++;
+      start = i + 1;
+      const message = this.line(line);
+      if (message) messages.push(message);
+    }
+    this.buffer = this.buffer.slice(start);
+    return messages;
+  }
+
+  /** Forgets a half-received message (the connection ended); `retry` and the last id stay. */
+  reset(): void {
+    this.buffer = '';
+    this.data = [];
+    this.eventType = '';
+    this.started = false;
+  }
+
+  private line(line: string): SseMessage | undefined {
+    if (line === '') {
+      const dispatch = this.data.length > 0 ? { id: this.lastEventId, event: this.eventType || 'message', data: this.data.join('\n') } : undefined;
+      this.data = [];
+      this.eventType = '';
+      return dispatch;
+    }
+    if (line.startsWith(':')) return undefined; // a comment (heartbeat)
+    const colon = line.indexOf(':');
+    const field = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? '' : line.slice(colon + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    switch (field) {
+      case 'data':
+        this.data.push(value);
+        break;
+      case 'event':
+        this.eventType = value;
+        break;
+      case 'id':
+        if (!value.includes('\u0000')) this.lastEventId = value;
+        break;
+      case 'retry':
+        if (/^\d+$/.test(value)) this.retry = Number(value);
+        break;
+    }
+    return undefined;
+  }
+}
+
+export interface StreamEventsOptions {
+  /** Where the service runs, e.g. `http://localhost:3000`. */
+  baseUrl: string;
+  /** A session or API token of a member of the project. */
+  token?: string | undefined;
+  /** The project's namespace. */
+  namespace: string;
+  /** Resume after this event: the events published since are yielded first, in order. */
+  lastEventId?: string | undefined;
+  /** Aborting ends the iteration (no error) and closes the connection. */
+  signal?: AbortSignal | undefined;
+  /** The wait before reconnecting until the server sends its own `retry:` (ms). Default 2000. */
+  retryMs?: number | undefined;
+  /** Called each time a connection is established (after the first one too). */
+  onOpen?: ((info: { lastEventId: string | undefined }) => void) | undefined;
+  /** Called when a connection is lost or could not be made, before waiting to reconnect. */
+  onDisconnect?: ((reason: unknown) => void) | undefined;
+  /** The fetch to use; global `fetch` by default. */
+  fetch?: typeof fetch | undefined;
+}
+
+/** Refusals that reconnecting would not change. */
+const FINAL_STATUSES = new Set([400, 401, 403, 404]);
+
+export async function* streamEvents(options: StreamEventsOptions): AsyncGenerator<Event, void, undefined> {
+  const { signal } = options;
+  const doFetch = options.fetch ?? fetch;
+  const url = `${options.baseUrl.replace(/\/+$/, '')}/v1/projects/${encodeURIComponent(options.namespace)}/events/stream`;
+  let lastEventId = options.lastEventId;
+  let retryMs = options.retryMs ?? 2000;
+  const parser = new SseParser();
+
+  while (!signal?.aborted) {
+    let response: Response;
+    try {
+      response = await doFetch(url, {
+        headers: {
+          Accept: 'text/event-stream',
+          'Cache-Control': 'no-cache',
+          ...(options.token ? { Authorization: `Bearer ${options.token}` } : {}),
+          ...(lastEventId ? { 'Last-Event-ID': lastEventId } : {}),
+        },
+        cache: 'no-store',
+        ...(signal ? { signal } : {}),
+      });
+    } catch (error) {
+      if (signal?.aborted) return;
+      options.onDisconnect?.(error);
+      await sleep(retryMs, signal);
+      continue;
+    }
+
+    if (!response.ok) {
+      if (FINAL_STATUSES.has(response.status)) throw await SignalboardError.from(response);
+      // 429, 5xx: the service is there but cannot serve now; wait (Retry-After when given) and try again.
+      const after = Number(response.headers.get('Retry-After'));
+      await response.body?.cancel().catch(() => undefined);
+      options.onDisconnect?.(new SignalboardError(response.status, 'unexpected_response', `The stream answered ${response.status}.`));
+      await sleep(Number.isFinite(after) && after > 0 ? after * 1000 : retryMs, signal);
+      continue;
+    }
+    if (!response.body || !(response.headers.get('Content-Type') ?? '').startsWith('text/event-stream')) {
+      await response.body?.cancel().catch(() => undefined);
+      throw new SignalboardError(response.status, 'unexpected_response', 'The stream did not answer text/event-stream.');
+    }
+
+    options.onOpen?.({ lastEventId });
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    parser.reset();
+    let reason: unknown = 'the server ended the stream';
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        for (const message of parser.push(decoder.decode(value, { stream: true }))) {
+          if (parser.retry !== undefined) retryMs = parser.retry;
+          if (message.event !== 'event') continue;
+          const event = JSON.parse(message.data) as Event;
+          lastEventId = message.id ?? event.id;
+          yield event;
+        }
+        if (parser.retry !== undefined) retryMs = parser.retry;
+      }
+    } catch (error) {
+      if (signal?.aborted) return;
+      if (error instanceof SyntaxError) throw new SignalboardError(response.status, 'unexpected_response', `The stream sent an event that is not JSON: ${error.message}`);
+      reason = error;
+    } finally {
+      // Runs too when the caller leaves the loop early: the connection is closed, not leaked.
+      await reader.cancel().catch(() => undefined);
+    }
+    if (signal?.aborted) return;
+    options.onDisconnect?.(reason);
+    await sleep(retryMs, signal);
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
