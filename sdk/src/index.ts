@@ -30,12 +30,31 @@ export interface SignalboardClientOptions extends Omit<ClientOptions, 'baseUrl'>
   baseUrl: string;
   /** A session (`ses_…`) or API (`api_…`) token, sent as `Authorization: Bearer <token>`. */
   token?: string;
+  /** On 429, wait as `Retry-After` says and try again, up to this many times (default 0: answer the 429). */
+  retryOnRateLimit?: number;
+}
+
+/** The longest `Retry-After` the client is willing to sleep through, in seconds. */
+const MAX_RETRY_AFTER_S = 120;
+
+/** A fetch that honours `Retry-After` on 429 up to `retries` times. */
+function retryingFetch(retries: number, inner: (request: Request) => Promise<Response>): (request: Request) => Promise<Response> {
+  return async (request) => {
+    for (let attempt = 0; ; attempt++) {
+      const response = await inner(request.clone());
+      const wait = Number(response.headers.get('Retry-After'));
+      if (response.status !== 429 || attempt >= retries || !(wait >= 0) || wait > MAX_RETRY_AFTER_S) return response;
+      await response.body?.cancel();
+      await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+    }
+  };
 }
 
 export type SignalboardClient = Client<paths>;
 
-export function createClient({ baseUrl, token, headers, ...rest }: SignalboardClientOptions): SignalboardClient {
-  const client = createFetchClient<paths>({ baseUrl: baseUrl.replace(/\/+$/, ''), headers, ...rest });
+export function createClient({ baseUrl, token, headers, retryOnRateLimit = 0, ...rest }: SignalboardClientOptions): SignalboardClient {
+  const fetch = retryOnRateLimit > 0 ? retryingFetch(retryOnRateLimit, rest.fetch ?? globalThis.fetch) : rest.fetch;
+  const client = createFetchClient<paths>({ baseUrl: baseUrl.replace(/\/+$/, ''), headers, ...rest, ...(fetch ? { fetch: fetch as typeof globalThis.fetch } : {}) });
   if (token !== undefined) {
     client.use({
       onRequest({ request }) {
@@ -85,4 +104,35 @@ export function projectEvents(options: SignalboardClientOptions & { namespace: s
     publish: (feed, event) => publish(client, { ...event, namespace, feed }),
     stream: (streamOptions = {}) => streamEvents({ ...streamOptions, baseUrl: options.baseUrl, token: options.token, namespace }),
   };
+}
+
+/** The paths whose GET answers a cursor-paginated list. */
+export type ListPath = {
+  [P in keyof paths]: paths[P] extends { get: { responses: { 200: { content: { 'application/json': { data: { items: unknown[]; next_cursor: string | null } } } } } } } ? P : never;
+}[keyof paths];
+
+type ListGet<P extends ListPath> = paths[P] extends { get: infer G } ? G : never;
+type ListItem<P extends ListPath> = ListGet<P> extends { responses: { 200: { content: { 'application/json': { data: { items: (infer I)[] } } } } } } ? I : never;
+type ListParams<P extends ListPath> = ListGet<P> extends { parameters: infer Q } ? Q : never;
+
+/**
+ * Every item of a cursor-paginated list, page after page, as one async iterator; a refused page
+ * throws a SignalboardError.
+ *
+ *   for await (const insight of paginate(sb, '/v1/projects/{namespace}/insights', { path: { namespace: 'acme' } })) { … }
+ */
+export async function* paginate<P extends ListPath>(
+  client: SignalboardClient,
+  path: P,
+  params: Omit<ListParams<P>, 'header' | 'cookie'> & { query?: { limit?: number } } = {} as never,
+): AsyncGenerator<ListItem<P>, void, undefined> {
+  const base = params as { path?: Record<string, string>; query?: Record<string, unknown> };
+  let cursor: string | undefined;
+  do {
+    const get = client.GET as unknown as (path: string, init: unknown) => Promise<{ data?: { data: { items: ListItem<P>[]; next_cursor: string | null } }; error?: unknown; response: Response }>;
+    const { data, error, response } = await get(path, { params: { path: base.path, query: { ...base.query, ...(cursor ? { cursor } : {}) } } });
+    if (!data) throw SignalboardError.fromEnvelope(response.status, error as never);
+    yield* data.data.items;
+    cursor = data.data.next_cursor ?? undefined;
+  } while (cursor);
 }
