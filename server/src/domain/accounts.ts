@@ -1,14 +1,15 @@
 /**
  * Accounts: sign-up with an invite code, login. Passwords are hashed with bcrypt before any
- * transaction opens, so a slow hash never holds a database connection.
+ * transaction opens, so a slow hash never holds a database connection, and on a worker thread
+ * (passwords.ts), so it never holds the event loop either.
  */
-import bcrypt from 'bcryptjs';
 import { raw, type EntityManager } from '@mikro-orm/postgresql';
 import { User } from '../db/entities.js';
 import { InvalidInvite, InvalidRequest, Unauthenticated } from '../errors.js';
 import { conflictOn } from './unique.js';
 import { redeemInviteCode } from './invite-codes.js';
 import { openSession, type Device } from './credentials.js';
+import { comparePassword, hashPassword } from './passwords.js';
 
 const MAX_PASSWORD_BYTES = 72;
 
@@ -20,11 +21,15 @@ export interface SignupInput {
 }
 
 export class Accounts {
-  /** Compared against when the login names no account, so both failures cost one bcrypt compare. */
-  private readonly decoyHash: string;
+  /**
+   * Compared against when the login names no account, so both failures cost one bcrypt compare.
+   * Hashed on the worker pool from the start, so neither start-up nor the first login waits for it.
+   */
+  private readonly decoyHash: Promise<string>;
 
   constructor(private readonly bcryptRounds: number) {
-    this.decoyHash = bcrypt.hashSync('decoy password, never a real one', bcryptRounds);
+    this.decoyHash = hashPassword('decoy password, never a real one', bcryptRounds);
+    this.decoyHash.catch(() => undefined); // a failure surfaces at the login that needs it
   }
 
   async signup(em: EntityManager, input: SignupInput, device: Device) {
@@ -32,7 +37,7 @@ export class Accounts {
     if (Buffer.byteLength(input.password, 'utf8') > MAX_PASSWORD_BYTES) {
       throw InvalidRequest.field('/body/password', `must be at most ${MAX_PASSWORD_BYTES} bytes in UTF-8`);
     }
-    const passwordHash = await bcrypt.hash(input.password, this.bcryptRounds);
+    const passwordHash = await hashPassword(input.password, this.bcryptRounds);
     const create = () =>
       em.transactional(async (tx) => {
         // Taken first and in the same transaction: a failed sign-up gives the use back.
@@ -51,7 +56,7 @@ export class Accounts {
   async login(em: EntityManager, login: string, password: string, device: Device) {
     const key = login.toLowerCase();
     const user = await em.findOne(User, key.includes('@') ? { [raw('lower(email)')]: key } : { username: key });
-    const matches = await bcrypt.compare(password, user?.passwordHash ?? this.decoyHash);
+    const matches = await comparePassword(password, user?.passwordHash ?? (await this.decoyHash));
     if (!user || !matches) throw new Unauthenticated('invalid_credentials', 'Unknown user or wrong password.');
     const { session, token } = openSession(em, user, device);
     await em.flush();

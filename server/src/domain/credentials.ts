@@ -8,6 +8,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiToken, Session, User } from '../db/entities.js';
 import { NotFound } from '../errors.js';
 import { findPage, type PageRequest } from './pagination.js';
+import { mapRow, query, selectColumns } from './rows.js';
 
 const SESSION_IDLE_DAYS = 30;
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -54,26 +55,35 @@ export function openSession(em: EntityManager, user: User, device: Device): { se
   return { session, token };
 }
 
-/** The caller a token stands for, or undefined when it is unknown, expired or revoked. */
+/**
+ * The caller a token stands for, or undefined when it is unknown, expired or revoked. Runs on every
+ * authenticated request: one hand-written statement (credential joined with its user, see rows.ts),
+ * plus an update of the last-use time at most once a minute.
+ */
 export async function resolveToken(em: EntityManager, token: string): Promise<Caller | undefined> {
   const kind = (Object.keys(PREFIX) as CredentialKind[]).find((k) => token.startsWith(PREFIX[k]));
   if (!kind) return undefined;
   const now = new Date();
   const tokenHash = hashSecret(token);
-  const credential =
-    kind === 'session'
-      ? await em.findOne(Session, { tokenHash }, { populate: ['user'] })
-      : await em.findOne(ApiToken, { tokenHash }, { populate: ['user'] });
-  if (!credential || (credential.expiresAt && credential.expiresAt <= now)) return undefined;
+  const table = kind === 'session' ? 'sessions' : 'api_tokens';
+  // Timestamps arrive as text: MikroORM's driver leaves their parsing to the entity mapping.
+  const [row] = await query<{ credential_id: string; expires_at: string | null; last_used_at: string | null } & Record<string, unknown>>(
+    em,
+    `select c.id as credential_id, c.expires_at, c.last_used_at, ${selectColumns(em, User, 'u', 'u')}
+     from ${table} c join users u on u.id = c.user_id where c.token_hash = ?`,
+    [tokenHash],
+  );
+  if (!row || (row.expires_at !== null && new Date(row.expires_at) <= now)) return undefined;
+  const user = mapRow(em, User, row, 'u');
 
-  if (now.getTime() - (credential.lastUsedAt?.getTime() ?? 0) > TOUCH_INTERVAL_MS) {
+  if (now.getTime() - (row.last_used_at === null ? 0 : new Date(row.last_used_at).getTime()) > TOUCH_INTERVAL_MS) {
     if (kind === 'session') {
-      await em.nativeUpdate(Session, { id: credential.id }, { lastUsedAt: now, expiresAt: new Date(now.getTime() + SESSION_IDLE_DAYS * DAY_MS) });
+      await em.nativeUpdate(Session, { id: row.credential_id }, { lastUsedAt: now, expiresAt: new Date(now.getTime() + SESSION_IDLE_DAYS * DAY_MS) });
     } else {
-      await em.nativeUpdate(ApiToken, { id: credential.id }, { lastUsedAt: now });
+      await em.nativeUpdate(ApiToken, { id: row.credential_id }, { lastUsedAt: now });
     }
   }
-  return { user: credential.user, kind, credentialId: credential.id };
+  return { user, kind, credentialId: row.credential_id };
 }
 
 /** Whether a caller's credential still exists and has not expired (logout and revocation end it). */

@@ -5,11 +5,12 @@
  */
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Feed, Project, ProjectMember, type User } from '../db/entities.js';
+import { Feed, Project, ProjectMember, User } from '../db/entities.js';
 import type { IconStore } from '../storage/icons.js';
 import { recordActivity } from './activity.js';
 import type { WebhookVerifier } from './billing.js';
 import { findPage, type PageRequest } from './pagination.js';
+import { mapRow, query, selectColumns } from './rows.js';
 import { conflictOn } from './unique.js';
 
 /** What a Project answer shows, loaded in a fixed number of queries whatever the project's size. */
@@ -55,20 +56,51 @@ export async function createProject(
   return loadProject(em, await conflictOn(create, NAMESPACE_TAKEN));
 }
 
-/** A project with everything its answer shows. */
-export async function loadProject(em: EntityManager, id: string): Promise<Project> {
-  return em.findOneOrFail(Project, { id }, { populate: PROJECT_VIEW, orderBy: { members: { createdAt: 'asc' }, feeds: { createdAt: 'asc' } }, refresh: true });
+/**
+ * A project with everything its answer shows, in three statements whatever its size: the project,
+ * its members joined with their users, its feeds. (One populate of both collections would join
+ * members × feeds into one result of members·feeds rows, and MikroORM then re-reads the users.)
+ * The project row comes from this request's identity map when `authorize` already read it; pass
+ * `refresh` after changing it in a transaction of its own.
+ */
+export async function loadProject(em: EntityManager, id: string, options: { refresh?: boolean } = {}): Promise<Project> {
+  const project = await em.findOneOrFail(Project, { id }, { refresh: options.refresh ?? false });
+  await loadProjectView(em, [project]);
+  return project;
+}
+
+/**
+ * Fills PROJECT_VIEW for `projects`: members with their users by joining time (the presenter puts
+ * the owner first), feeds by creation. Two hand-written statements (rows.ts) whatever the number of
+ * projects, members and feeds.
+ */
+async function loadProjectView(em: EntityManager, projects: Project[]): Promise<void> {
+  if (projects.length === 0) return;
+  const ids = projects.map((p) => p.id);
+  const memberRows = await query(
+    em,
+    `select ${selectColumns(em, ProjectMember, 'm', 'm')}, ${selectColumns(em, User, 'u', 'u')}
+     from project_members m join users u on u.id = m.user_id
+     where m.project_id in (?) order by m.created_at, m.id`,
+    [ids],
+  );
+  const feedRows = await query(em, `select ${selectColumns(em, Feed, 'f', 'f')} from feeds f where f.project_id in (?) order by f.created_at, f.id`, [ids]);
+  const members = memberRows.map((row) => {
+    mapRow(em, User, row, 'u');
+    return mapRow(em, ProjectMember, row, 'm');
+  });
+  const feeds = feedRows.map((row) => mapRow(em, Feed, row, 'f'));
+  for (const project of projects) {
+    project.members.hydrate(members.filter((m) => m.project.id === project.id));
+    project.feeds.hydrate(feeds.filter((f) => f.project.id === project.id));
+  }
 }
 
 export async function listProjects(em: EntityManager, user: User, page: PageRequest): Promise<Project[]> {
-  // The page is chosen first (filtering on the caller's membership), then loaded whole.
+  // The page is chosen first (filtering on the caller's membership), then its members and feeds loaded.
   const rows = await findPage(em, Project, { members: { user } }, page);
-  if (rows.length === 0) return [];
-  return em.find(
-    Project,
-    { id: { $in: rows.map((r) => r.id) } },
-    { populate: PROJECT_VIEW, orderBy: { id: 'desc', members: { createdAt: 'asc' }, feeds: { createdAt: 'asc' } }, refresh: true },
-  );
+  await loadProjectView(em, rows);
+  return rows;
 }
 
 export interface ProjectChanges {
@@ -103,7 +135,7 @@ export async function updateProject(em: EntityManager, icons: IconStore, actor: 
       if (icon) await icons.save(icon);
     });
   await conflictOn(update, NAMESPACE_TAKEN);
-  return loadProject(em, project.id);
+  return loadProject(em, project.id, { refresh: true });
 }
 
 /**

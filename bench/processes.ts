@@ -1,0 +1,154 @@
+/** Child processes the bench drives: the service (as users run it) and the baselines, each on a free loopback port. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { openSync, readFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+
+export const root = path.resolve(import.meta.dirname, '..');
+/** Where the service is started from: this checkout, or another (`--service-root`, e.g. a copy before a change). */
+let serviceRoot = root;
+export function setServiceRoot(dir: string): void {
+  serviceRoot = path.resolve(dir);
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Child {
+  name: string;
+  url: string;
+  pid: number;
+  process: ChildProcess;
+  /** Milliseconds from spawn to the first answer. */
+  startMs: number;
+  stop(): Promise<void>;
+}
+
+async function waitForAnswer(url: string, child: ChildProcess, logFile: string, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  let exited = false;
+  child.once('exit', () => (exited = true));
+  for (;;) {
+    if (exited) throw new Error(`${url}: the process exited before answering; see ${logFile}:\n${readFileSync(logFile, 'utf8').slice(-2000)}`);
+    try {
+      const response = await fetch(url);
+      await response.arrayBuffer();
+      return;
+    } catch {
+      if (performance.now() > deadline) throw new Error(`${url}: no answer within ${timeoutMs} ms; see ${logFile}`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  }
+}
+
+/**
+ * Spawns `node [nodeArgs] <args>` with stdout and stderr to `logFile` (the service logs a line per
+ * request: the bench never parses them), and resolves once `probePath` answers.
+ */
+export async function startChild(options: {
+  name: string;
+  nodeArgs?: string[];
+  args: string[];
+  env?: Record<string, string>;
+  port: number;
+  probePath: string;
+  logFile: string;
+  timeoutMs?: number;
+  cwd?: string;
+}): Promise<Child> {
+  const out = openSync(options.logFile, 'a');
+  const started = performance.now();
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...options.args], {
+    cwd: options.cwd ?? root,
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', out, out],
+  });
+  const url = `http://127.0.0.1:${options.port}`;
+  try {
+    await waitForAnswer(url + options.probePath, child, options.logFile, options.timeoutMs ?? 60_000);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+  const startMs = performance.now() - started;
+  let stopped: Promise<void> | undefined;
+  return {
+    name: options.name,
+    url,
+    pid: child.pid!,
+    process: child,
+    startMs,
+    stop: () =>
+      (stopped ??= new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        const force = setTimeout(() => child.kill('SIGKILL'), 15_000);
+        child.once('exit', () => {
+          clearTimeout(force);
+          resolve();
+        });
+        child.kill('SIGTERM');
+      })),
+  };
+}
+
+/** The service as `npm start` runs it: `node --import tsx server/src/main.ts`. */
+export async function startService(name: string, env: Record<string, string>, logFile: string, extraNodeArgs: string[] = []): Promise<Child> {
+  const port = await freePort();
+  return startChild({
+    name,
+    nodeArgs: [...extraNodeArgs, '--import', 'tsx'],
+    args: ['server/src/main.ts'],
+    env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
+    port,
+    probePath: '/v1',
+    logFile,
+    cwd: serviceRoot,
+  });
+}
+
+export async function startBaseline(mode: 'bare' | 'pg', databaseUrl: string, logFile: string): Promise<Child> {
+  const port = await freePort();
+  return startChild({
+    name: `baseline-${mode}`,
+    nodeArgs: ['--import', 'tsx'],
+    args: ['bench/baseline-server.ts', mode, databaseUrl],
+    env: { BENCH_PORT: String(port) },
+    port,
+    probePath: mode === 'bare' ? '/v1' : '/v1/projects/none',
+    logFile,
+  });
+}
+
+/** Resident set size of a process, in MiB (Linux). */
+export function rssMiB(pid: number): number | undefined {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
+    return kb ? Number(kb) / 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Samples a process's RSS every `everyMs` until stopped; answers the peak. */
+export function sampleRss(pid: number, everyMs = 100): { stop(): number } {
+  let peak = rssMiB(pid) ?? 0;
+  const timer = setInterval(() => {
+    const now = rssMiB(pid);
+    if (now !== undefined && now > peak) peak = now;
+  }, everyMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      return Math.round(peak);
+    },
+  };
+}

@@ -1,0 +1,504 @@
+/**
+ * `npm run bench`: the service against its own ceiling, on PostgreSQL.
+ *
+ * Creates a fresh database `sb_bench_<ts>` on the server DATABASE_URL names (default
+ * postgres://postgres@127.0.0.1:5432/postgres, used as the admin URL only), starts the service as
+ * users run it (`node --import tsx server/src/main.ts`, migrations on start), seeds it with direct
+ * SQL, opens sessions through the real login route, and drives it with autocannon. In the same run,
+ * two baselines on the same port layout: a bare Koa JSON route and a hand-written Koa + pg project
+ * read. Prints every figure, writes bench/results.json and the table in BENCHMARKS.md, and drops the
+ * database at the end.
+ *
+ * Options:
+ *   --duration S     seconds per scenario (default 10); --warmup S (default 2); --connections N (default 50)
+ *   --section NAME   which table of BENCHMARKS.md to write (default `current`; `before` for a run before changes)
+ *   --only a,b       run only these scenarios (names as printed); implies --no-write
+ *   --profile        run instance A with `--cpu-prof` (profiles in the run's temporary folder, printed)
+ *   --no-write       print only
+ *   --keep-db        do not drop the database
+ *   --render         rewrite BENCHMARKS.md's tables from bench/results*.json, without running anything
+ *   --compiled-start also time a start of the service compiled by tsc (a proposal, not how it ships)
+ *   --service-root D start the service from another checkout D (e.g. a copy before a change); the
+ *                    baselines, the seed and the in-process routing figures stay this checkout's
+ */
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { createBenchDatabase, seed, type Fixture } from '../bench/seed.js';
+import { load, percentile, probe, type LoadRequest, type LoadResult } from '../bench/load.js';
+import { root, rssMiB, sampleRss, setServiceRoot, startBaseline, startChild, startService, freePort, type Child } from '../bench/processes.js';
+import { measureRouting } from '../bench/routing.js';
+import { writeResults, type Results, type ScenarioResult } from '../bench/report.js';
+
+const { values: args } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '2' },
+    connections: { type: 'string', default: '50' },
+    section: { type: 'string', default: 'current' },
+    only: { type: 'string' },
+    profile: { type: 'boolean', default: false },
+    'no-write': { type: 'boolean', default: false },
+    'keep-db': { type: 'boolean', default: false },
+    'service-root': { type: 'string' },
+    'compiled-start': { type: 'boolean', default: false },
+    render: { type: 'boolean', default: false },
+  },
+});
+if (args['service-root']) setServiceRoot(args['service-root']);
+const seconds = Number(args.duration);
+const warmup = Number(args.warmup);
+const connections = Number(args.connections);
+const only = args.only ? new Set(args.only.split(',')) : undefined;
+const wanted = (name: string) => !only || only.has(name);
+const write = !args['no-write'] && !only;
+
+const adminUrl = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+const outDir = path.join(os.tmpdir(), `signalboard-bench-${Date.now()}`);
+mkdirSync(outDir, { recursive: true });
+const log = (name: string) => path.join(outDir, `${name}.log`);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
+
+function say(text: string): void {
+  process.stdout.write(text + '\n');
+}
+
+async function postgresVersion(url: string): Promise<string> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const { rows } = await client.query<{ server_version: string }>('show server_version');
+  await client.end();
+  return rows[0]!.server_version.split(' ')[0]!;
+}
+
+async function json(url: string, method: string, body: unknown, token?: string): Promise<any> {
+  const response = await fetch(url, {
+    method,
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: body === undefined ? null : JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (response.status >= 300) throw new Error(`${method} ${url}: ${response.status} ${text.slice(0, 300)}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
+/** Round-robin over a list. */
+function cycle<T>(items: T[]): () => T {
+  let i = 0;
+  return () => items[i++ % items.length]!;
+}
+
+async function main(): Promise<void> {
+  const cpus = os.cpus();
+  const results: Results = {
+    when: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    section: args.section!,
+    options: { seconds, warmup, connections },
+    machine: {
+      cpu: cpus[0]?.model.trim() ?? 'unknown',
+      cores: cpus.length,
+      memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+      node: process.version,
+      postgres: await postgresVersion(adminUrl),
+      os: `${os.type()} ${os.release()}`,
+      loadBefore: os.loadavg(),
+    },
+    seed: { counts: {}, ms: 0 },
+    scenarios: [],
+  };
+  say(`Machine: ${results.machine.cpu}, ${results.machine.cores} cores, ${results.machine.memoryGiB} GiB; Node ${results.machine.node}; PostgreSQL ${results.machine.postgres}`);
+  say(`Load average: ${results.machine.loadBefore.map((n) => n.toFixed(2)).join(' ')}${results.machine.loadBefore[0]! > results.machine.cores / 2 ? '  (the machine is busy: compare ratios, not absolute figures)' : ''}`);
+  say(`Logs: ${outDir}`);
+
+  const db = await createBenchDatabase(adminUrl);
+  say(`Database: ${db.name}`);
+  const children: Child[] = [];
+  try {
+    const env = {
+      DATABASE_URL: db.url,
+      LOG_LEVEL: 'info',
+      // The bench measures the request path, not the limiter: limits are off (the service's own
+      // tests cover them). A run with them on is the `project-read-limited` scenario.
+      AUTH_RATE_LIMIT: '0',
+      API_RATE_LIMIT: '0',
+      BCRYPT_ROUNDS: '10',
+      DATA_DIR: path.join(outDir, 'data'),
+    };
+    const profileArgs = args.profile ? [`--cpu-prof`, `--cpu-prof-dir=${path.join(outDir, 'profiles')}`] : [];
+    if (args.profile) say(`CPU profiles of instance A: ${path.join(outDir, 'profiles')} (summarise with: npx tsx bench/profile-summary.ts <file> 40 --last <seconds>)`);
+    const a = await startService('A', env, log('service-a'), profileArgs);
+    children.push(a);
+    say(`Instance A at ${a.url} (started in ${a.startMs.toFixed(0)} ms, migrations included)`);
+
+    const fixture = await seed(db.url);
+    results.seed = { counts: fixture.counts, ms: fixture.ms };
+    say(`Seeded in ${(fixture.ms / 1000).toFixed(1)} s: ${JSON.stringify(fixture.counts)}`);
+
+    // Sessions through the real login route, for every caller the scenarios need.
+    const tokens = new Map<number, string>();
+    const login = async (userIndex: number) => {
+      if (!tokens.has(userIndex)) {
+        const answer = await json(`${a.url}/v1/auth/login`, 'POST', { login: fixture.users[userIndex]!.username, password: fixture.password });
+        tokens.set(userIndex, answer.data.token as string);
+      }
+      return tokens.get(userIndex)!;
+    };
+    const renamed = fixture.projects.slice(0, connections);
+    const needed = new Set([...fixture.largest.members, ...renamed.map((p) => p.members[0]!), fixture.smallLog.members[0]!, fixture.hugeLog.members[0]!, fixture.stream.members[0]!, ...fixture.projects[1]!.members]);
+    const loginStarted = performance.now();
+    for (const u of needed) await login(u);
+    say(`Logged in ${needed.size} callers in ${((performance.now() - loginStarted) / 1000).toFixed(1)} s`);
+    const memberTokens = await Promise.all(fixture.largest.members.map(login));
+    const idleRss = Math.round(rssMiB(a.pid) ?? 0);
+
+    const bare = await startBaseline('bare', db.url, log('baseline-bare'));
+    children.push(bare);
+    const handWritten = await startBaseline('pg', db.url, log('baseline-pg'));
+    children.push(handWritten);
+
+    const run = async (
+      name: string,
+      label: string,
+      target: Child,
+      next: () => LoadRequest,
+      extra: Partial<ScenarioResult> = {},
+      expected = 200,
+    ): Promise<ScenarioResult | undefined> => {
+      if (!wanted(name)) return undefined;
+      await probe(target.url, next(), expected);
+      if (warmup > 0) await load(target.url, { connections, seconds: warmup, next });
+      const rss = sampleRss(target.pid);
+      const result: LoadResult = await load(target.url, { connections, seconds, next });
+      const scenario: ScenarioResult = { name, label, ...result, rssMiB: rss.stop(), ...extra };
+      results.scenarios.push(scenario);
+      say(`${label.padEnd(58)} ${String(result.rps).padStart(6)} req/s  p50 ${result.p50.toFixed(2).padStart(7)} ms  p99 ${result.p99.toFixed(2).padStart(7)} ms  non-2xx ${result.non2xx + result.errors}  RSS ${scenario.rssMiB} MiB`);
+      return scenario;
+    };
+
+    // Baselines first, then the service; ratios are computed at the end against the same run.
+    const message = { method: 'GET', path: '/v1' } as const;
+    const largest = fixture.largest.namespace;
+    const projectRead = (() => {
+      const token = cycle(memberTokens);
+      return (): LoadRequest => ({ method: 'GET', path: `/v1/projects/${largest}`, headers: { authorization: `Bearer ${token()}` } });
+    })();
+    await run('baseline-bare', 'baseline: bare Koa GET /v1', bare, () => message);
+    await run('baseline-pg', 'baseline: Koa + pg project read', handWritten, projectRead);
+    await run('root', 'GET /v1', a, () => message, { baseline: 'baseline-bare' });
+    await run('project-read', `GET /v1/projects/:namespace (20 members, 5 feeds)`, a, projectRead, { baseline: 'baseline-pg' });
+
+    // An activity page deep in the log: walk the cursor there through the API first.
+    const walk = async (namespace: string, token: string, pages: number): Promise<string> => {
+      let cursor: string | undefined;
+      for (let i = 0; i < pages; i++) {
+        const answer = await json(`${a.url}/v1/projects/${namespace}/activity?limit=100${cursor ? `&cursor=${cursor}` : ''}`, 'GET', undefined, token);
+        cursor = answer.data.next_cursor;
+        if (!cursor) throw new Error(`${namespace}: the log ended after ${i + 1} pages`);
+      }
+      return cursor!;
+    };
+    const activityPage = (namespace: string, tokensForIt: string[], cursor: string) => {
+      const token = cycle(tokensForIt);
+      return (): LoadRequest => ({ method: 'GET', path: `/v1/projects/${namespace}/activity?limit=50&cursor=${cursor}`, headers: { authorization: `Bearer ${token()}` } });
+    };
+    if (wanted('activity-deep')) {
+      const depth = 90; // pages of 100: 9,000 records in
+      const cursor = await walk(largest, memberTokens[0]!, depth);
+      await run('activity-deep', `GET …/activity, page of 50 at depth ${depth * 100} of 10,000`, a, activityPage(largest, memberTokens, cursor), { baseline: 'baseline-pg' });
+    }
+    if (wanted('activity-depth')) {
+      const small = fixture.smallLog;
+      const huge = fixture.hugeLog;
+      const smallToken = await login(small.members[0]!);
+      const hugeToken = await login(huge.members[0]!);
+      // 90 % of the way into each log, in pages of 100.
+      const smallDepth = 9;
+      const hugeDepth = 900;
+      const walkStarted = performance.now();
+      const smallCursor = await walk(small.namespace, smallToken, smallDepth);
+      const hugeCursor = await walk(huge.namespace, hugeToken, hugeDepth);
+      say(`Walked ${smallDepth + hugeDepth} activity pages in ${((performance.now() - walkStarted) / 1000).toFixed(1)} s`);
+      const s = await run('activity-1k', `GET …/activity, depth ${smallDepth * 100} of 1,000`, a, activityPage(small.namespace, [smallToken], smallCursor), { baseline: 'baseline-pg' });
+      const h = await run('activity-100k', `GET …/activity, depth ${hugeDepth * 100} of 100,000`, a, activityPage(huge.namespace, [hugeToken], hugeCursor), { baseline: 'baseline-pg' });
+      if (s && h) {
+        results.activityDepth = {
+          small: { records: 1_000, depth: smallDepth * 100, p50: s.p50, rps: s.rps },
+          huge: { records: 100_000, depth: hugeDepth * 100, p50: h.p50, rps: h.rps },
+          ratio: round(s.rps / h.rps),
+        };
+      }
+    }
+
+    // Writes. Renames are spread over as many projects as connections, each by its owner (one
+    // project renamed 50 times at once would measure its row lock).
+    if (wanted('project-rename')) {
+      const owners = await Promise.all(renamed.map((p) => login(p.members[0]!)));
+      let n = 0;
+      await run('project-rename', 'PATCH /v1/projects/:namespace (name)', a, () => {
+        const i = n++ % renamed.length;
+        return { method: 'PATCH', path: `/v1/projects/${renamed[i]!.namespace}`, headers: { authorization: `Bearer ${owners[i]}` }, body: JSON.stringify({ name: `Renamed ${n}` }) };
+      }, { baseline: 'baseline-pg' });
+    }
+    if (wanted('insight-create')) {
+      const token = cycle(memberTokens);
+      let n = 0;
+      await run('insight-create', 'POST …/insights', a, () => ({
+        method: 'POST',
+        path: `/v1/projects/${largest}/insights`,
+        headers: { authorization: `Bearer ${token()}` },
+        body: JSON.stringify({ title: `Signups ${n++ % 1000}`, value: n, emoji: '📈' }),
+      }), { baseline: 'baseline-pg' }, 201);
+    }
+    if (wanted('event-publish')) {
+      const project = fixture.projects[1]!;
+      const token = cycle(await Promise.all(project.members.map(login)));
+      let n = 0;
+      await run('event-publish', 'POST …/feeds/general/events (publish, one project)', a, () => ({
+        method: 'POST',
+        path: `/v1/projects/${project.namespace}/feeds/general/events`,
+        headers: { authorization: `Bearer ${token()}` },
+        body: JSON.stringify({ event: 'New signup', description: `user ${n++}`, emoji: '🎉', tags: { plan: 'pro', seats: n % 10, trial: false } }),
+      }), { baseline: 'baseline-pg' }, 201);
+    }
+
+    // Ratios against the baselines of this run.
+    for (const s of results.scenarios) {
+      const base = results.scenarios.find((b) => b.name === s.baseline);
+      if (base) s.ratio = { rps: round(s.rps / base.rps), p99: round(s.p99 / base.p99) };
+    }
+
+    if (wanted('stream')) results.stream = await streamLatency(a, env, fixture, await login(fixture.stream.members[0]!), children);
+    if (wanted('signup-burst')) results.signupBurst = await signupBurst(a, fixture);
+    results.rss = { idleMiB: idleRss, peakMiB: Math.max(0, ...results.scenarios.filter((s) => !s.name.startsWith('baseline')).map((s) => s.rssMiB ?? 0)) };
+    if (wanted('routing')) {
+      say('Routing + validation, in-process …');
+      results.routing = await measureRouting();
+      for (const r of results.routing) say(`  ${r.case}: full ${r.serviceFull} µs, one route ${r.serviceOne} µs (×${r.ratio}); openapi-backend matchOperation: ${r.openapiBackendMatchFull} µs vs ${r.openapiBackendMatchOne} µs`);
+    }
+    // Cold starts last, with every other process stopped.
+    for (const child of children) await child.stop();
+    if (wanted('cold-start')) results.coldStart = await coldStart(env);
+
+    results.machine.loadAfter = os.loadavg();
+    say('');
+    for (const s of results.scenarios) {
+      if (s.ratio) say(`${s.label.padEnd(58)} ${s.ratio.rps.toFixed(2)}× the requests/s of ${s.baseline}, p99 ${s.ratio.p99.toFixed(2)}×`);
+    }
+    if (results.rss) say(`RSS of instance A: idle ${results.rss.idleMiB} MiB, peak under load ${results.rss.peakMiB} MiB`);
+    if (write) {
+      writeResults(results);
+      say(`Wrote bench/${results.section === 'current' ? 'results' : `results-${results.section}`}.json and the "${results.section}" table of BENCHMARKS.md`);
+    }
+  } finally {
+    for (const child of children) await child.stop();
+    if (!args['keep-db']) await db.drop();
+  }
+}
+
+/** Publish on A, receive on a stream from a second instance B on the same database. */
+async function streamLatency(a: Child, env: Record<string, string>, fixture: Fixture, token: string, children: Child[]): Promise<Results['stream']> {
+  const b = await startService('B', { ...env, DATA_DIR: path.join(outDir, 'data-b') }, log('service-b'));
+  children.push(b);
+  const namespace = fixture.stream.namespace;
+  const controller = new AbortController();
+  const response = await fetch(`${b.url}/v1/projects/${namespace}/events/stream`, { headers: { authorization: `Bearer ${token}` }, signal: controller.signal });
+  if (response.status !== 200 || !response.body) throw new Error(`stream: ${response.status}`);
+  const received = new Map<string, number>();
+  const reading = (async () => {
+    const decoder = new TextDecoder();
+    let buffer = '';
+    try {
+      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+        const now = performance.now();
+        buffer += decoder.decode(chunk, { stream: true });
+        let end: number;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const message = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = message.split('\n').find((line) => line.startsWith('data: '));
+          if (data) received.set((JSON.parse(data.slice(6)) as { event: string }).event, now);
+        }
+      }
+    } catch {
+      // aborted
+    }
+  })();
+  await sleep(300);
+  const events = 300;
+  const sent = new Map<string, number>();
+  const publishTimes: number[] = [];
+  for (let i = 0; i < events; i++) {
+    const name = `latency ${i}`;
+    const started = performance.now();
+    sent.set(name, started);
+    await json(`${a.url}/v1/projects/${namespace}/feeds/general/events`, 'POST', { event: name, tags: { i } }, token);
+    publishTimes.push(performance.now() - started);
+    await sleep(5);
+  }
+  const deadline = performance.now() + 10_000;
+  while (received.size < events && performance.now() < deadline) await sleep(20);
+  controller.abort();
+  await reading;
+  await b.stop();
+  const latencies = [...sent].map(([name, at]) => (received.has(name) ? received.get(name)! - at : NaN)).filter((n) => !Number.isNaN(n)).sort((x, y) => x - y);
+  if (latencies.length < events) throw new Error(`stream: received ${latencies.length} of ${events} events`);
+  const result = { events, p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)), max: round(latencies.at(-1)!), publishP50: round(percentile(publishTimes.sort((x, y) => x - y), 50)) };
+  say(`Stream latency A → B over ${events} events: p50 ${result.p50} ms, p99 ${result.p99} ms, max ${result.max} ms (publish alone p50 ${result.publishP50} ms)`);
+  return result;
+}
+
+/**
+ * GET /v1 at 50 connections while 20 sign-ups run at once (bcrypt cost 10): the p99 of the answers
+ * completed during the burst, and that of a single caller asking every 10 ms, which shows a
+ * stalled event loop directly. Several rounds, answers pooled.
+ */
+async function signupBurst(a: Child, fixture: Fixture): Promise<Results['signupBurst']> {
+  const rounds = 3;
+  const signups = 20;
+  const during: number[] = [];
+  const probe: number[] = [];
+  const quiet: number[] = [];
+  const burstTimes: number[] = [];
+  const signupTimes: number[] = [];
+  let invite = 0;
+  for (let round = 0; round < rounds; round++) {
+    const answers: { at: number; ms: number }[] = [];
+    const { default: autocannon } = await import('autocannon');
+    let finish!: () => void;
+    const finished = new Promise<void>((resolve) => (finish = resolve));
+    const instance = autocannon({ url: `${a.url}/v1`, connections, duration: 3 }, () => finish());
+    instance.on('response', (_c: unknown, status: number, _b: number, ms: number) => {
+      if (status === 200) answers.push({ at: performance.now(), ms });
+    });
+    await sleep(1_000);
+    let probing = true;
+    const prober = (async () => {
+      while (probing) {
+        const started = performance.now();
+        await (await fetch(`${a.url}/v1`)).arrayBuffer();
+        probe.push(performance.now() - started);
+        await sleep(10);
+      }
+    })();
+    const burstStart = performance.now();
+    await Promise.all(
+      Array.from({ length: signups }, async (_, i) => {
+        const started = performance.now();
+        const username = `burst_${round}_${i}_${Date.now() % 100000}`;
+        await json(`${a.url}/v1/auth/signup`, 'POST', { username, email: `${username}@bench.example.com`, password: 'burst password 123', invite: fixture.invites[invite++] });
+        signupTimes.push(performance.now() - started);
+      }),
+    );
+    const burstEnd = performance.now();
+    probing = false;
+    await prober;
+    burstTimes.push(burstEnd - burstStart);
+    await finished;
+    for (const answer of answers) {
+      // An answer overlaps the burst if it was in flight at any point between its start and end.
+      if (answer.at >= burstStart && answer.at - answer.ms <= burstEnd) during.push(answer.ms);
+      else if (answer.at < burstStart - 100) quiet.push(answer.ms);
+    }
+  }
+  const sorted = (xs: number[]) => xs.sort((x, y) => x - y);
+  const result = {
+    rounds,
+    signups,
+    burstMs: round(median(burstTimes), 0),
+    signupP50: round(percentile(sorted(signupTimes), 50), 0),
+    rootP99During: round(percentile(sorted(during), 99)),
+    rootMaxDuring: round(sorted(during).at(-1) ?? NaN),
+    rootP99Quiet: round(percentile(sorted(quiet), 99)),
+    probeP99During: round(percentile(sorted(probe), 99)),
+  };
+  say(`Sign-up burst (${signups} at once, cost 10): ${result.burstMs} ms; GET /v1 p99 during it ${result.rootP99During} ms (max ${result.rootMaxDuring}, quiet p99 ${result.rootP99Quiet}); single caller p99 ${result.probeP99During} ms`);
+  return result;
+}
+
+/**
+ * Spawn → first answer to GET /v1, on the migrated bench database, nothing else running, as users
+ * start it (`node --import tsx server/src/main.ts`), with tsx's own start-up beside it; with
+ * `--compiled-start`, also the same service compiled by tsc and run by plain node (a proposal: the
+ * service does not ship a compiled start).
+ */
+async function coldStart(env: Record<string, string>): Promise<Results['coldStart']> {
+  const runs: number[] = [];
+  const ready: number[] = [];
+  const rss: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const file = log(`cold-${i}`);
+    const child = await startService(`cold-${i}`, { ...env, DATA_DIR: path.join(outDir, `data-cold-${i}`) }, file);
+    runs.push(child.startMs);
+    rss.push(rssMiB(child.pid) ?? NaN);
+    await child.stop();
+    const line = readFileSync(file, 'utf8').split('\n').find((l) => l.includes('"msg":"ready"'));
+    if (line) ready.push(JSON.parse(line).ms as number);
+  }
+  const tsx: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const port = await freePort();
+    // The smallest program tsx can start that answers HTTP: tsx's own start-up cost.
+    const child = await startChild({
+      name: 'tsx-only',
+      nodeArgs: ['--import', 'tsx'],
+      args: ['-e', `require('node:http').createServer((q, s) => s.end('ok')).listen(${port}, '127.0.0.1')`],
+      port,
+      probePath: '/',
+      logFile: log('tsx-only'),
+    });
+    tsx.push(child.startMs);
+    await child.stop();
+  }
+  const result: NonNullable<Results['coldStart']> = {
+    runs: runs.map((n) => round(n, 0)),
+    median: round(median(runs), 0),
+    readyLogMedian: ready.length ? median(ready) : NaN,
+    tsxOnlyMedian: round(median(tsx), 0),
+    rssMiB: round(median(rss), 0),
+  };
+  say(`Cold start: median ${result.median} ms (${result.runs.join(', ')}); ready line ${result.readyLogMedian} ms; tsx alone ${result.tsxOnlyMedian} ms; RSS at first answer ${result.rssMiB} MiB`);
+  if (args['compiled-start']) {
+    const build = path.join(outDir, 'build');
+    const compileStarted = performance.now();
+    execFileSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json', '--noEmit', 'false', '--outDir', build, '--rootDir', '.'], { cwd: root, stdio: 'inherit' });
+    for (const shared of ['node_modules', 'spec']) symlinkSync(path.join(root, shared), path.join(build, shared));
+    copyFileSync(path.join(root, 'package.json'), path.join(build, 'package.json'));
+    const compiled: number[] = [];
+    const compiledRss: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const port = await freePort();
+      const child = await startChild({
+        name: `compiled-${i}`,
+        args: [path.join(build, 'server/src/main.js')],
+        env: { ...env, DATA_DIR: path.join(outDir, `data-compiled-${i}`), PORT: String(port), HOST: '127.0.0.1' },
+        port,
+        probePath: '/v1',
+        logFile: log(`compiled-${i}`),
+      });
+      compiled.push(child.startMs);
+      compiledRss.push(rssMiB(child.pid) ?? NaN);
+      await child.stop();
+    }
+    result.compiled = { runs: compiled.map((n) => round(n, 0)), median: round(median(compiled), 0), rssMiB: round(median(compiledRss), 0), compileMs: round(performance.now() - compileStarted - compiled.reduce((a, b) => a + b, 0), 0) };
+    say(`Compiled start (tsc, then node main.js): median ${result.compiled.median} ms (${result.compiled.runs.join(', ')}); RSS at first answer ${result.compiled.rssMiB} MiB`);
+  }
+  return result;
+}
+
+/** Rewrites the tables from the stored results (after a change to the report's layout). */
+function render(): void {
+  for (const file of readdirSync(path.join(root, 'bench')).filter((f) => /^results(-[\w-]+)?\.json$/.test(f))) {
+    writeResults(JSON.parse(readFileSync(path.join(root, 'bench', file), 'utf8')) as Results);
+    say(`Rendered ${file}`);
+  }
+}
+
+(args.render ? Promise.resolve().then(render) : main()).catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});
