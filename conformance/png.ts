@@ -1,4 +1,4 @@
-/** A tiny PNG encoder (copied from tests/support/png.ts, so the suite stands alone): icons of exactly the kind a case needs. */
+/** A tiny PNG encoder: icons of exactly the kind a case needs (the tests use it too). */
 import { crc32, deflateSync } from 'node:zlib';
 
 export const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
