@@ -22,7 +22,7 @@
  *                    baselines, the seed and the in-process routing figures stay this checkout's
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -57,8 +57,8 @@ const wanted = (name: string) => !only || only.has(name);
 const write = !args['no-write'] && !only;
 
 const adminUrl = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+/** Logs of every process of the run (kept), their data folders and the compiled build (removed at the end). */
 const outDir = path.join(os.tmpdir(), `signalboard-bench-${Date.now()}`);
-mkdirSync(outDir, { recursive: true });
 const log = (name: string) => path.join(outDir, `${name}.log`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -94,6 +94,7 @@ function cycle<T>(items: T[]): () => T {
 }
 
 async function main(): Promise<void> {
+  mkdirSync(outDir, { recursive: true });
   const cpus = os.cpus();
   const results: Results = {
     when: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
@@ -297,6 +298,9 @@ async function main(): Promise<void> {
   } finally {
     for (const child of children) await child.stop();
     if (!args['keep-db']) await db.drop();
+    for (const entry of readdirSync(outDir)) {
+      if (entry.startsWith('data') || entry === 'build') rmSync(path.join(outDir, entry), { recursive: true, force: true });
+    }
   }
 }
 
