@@ -3,20 +3,10 @@
  * user elsewhere, are stored only as a SHA-256 hash, and stop working at once when revoked or expired.
  */
 import { expect } from 'chai';
-import { createHash } from 'node:crypto';
 import { client, http, secret, signUp, sql, type TestUser } from './support/harness.js';
+import { DAY_MS, expectCloseTo, expectFailure, expectInvalid, ISO_UTC, sha256, UUID, type Answer } from './support/answers.js';
 
-const DAY_MS = 86_400_000;
 const API_TOKEN = /^api_[A-Za-z0-9_-]{43}$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
-
-interface Answer {
-  status: number;
-  headers: Headers;
-  json: any;
-  text: string;
-}
 
 interface Created {
   id: string;
@@ -24,10 +14,6 @@ interface Created {
   token: string;
   created_at: string;
   expires_at: string | null;
-}
-
-function sha256(value: string): string {
-  return createHash('sha256').update(value).digest('hex');
 }
 
 function auth(token: string): Record<string, string> {
@@ -66,36 +52,6 @@ async function tokenRows(userId: string) {
 
 async function rowById(id: string) {
   return (await sql<{ id: string; token_hash: string; last_used_at: Date | null }>('select id, token_hash, last_used_at from api_tokens where id = ?', [id]))[0];
-}
-
-/** A failure envelope with exactly `{ code, message }` (plus `details` for invalid_request). */
-function expectFailure(answer: Answer, status: number, code: string): void {
-  expect(answer.status, answer.text).to.equal(status);
-  expect(answer.json).to.have.all.keys('success', 'error');
-  expect(answer.json.success).to.equal(false);
-  expect(answer.json.error.code).to.equal(code);
-  expect(answer.json.error.message).to.be.a('string').and.not.be.empty;
-  if (code === 'invalid_request') {
-    expect(answer.json.error).to.have.all.keys('code', 'message', 'details');
-    expect(answer.json.error.details).to.be.an('array').that.is.not.empty;
-    for (const detail of answer.json.error.details) expect(detail).to.have.all.keys('path', 'message');
-  } else {
-    expect(answer.json.error).to.have.all.keys('code', 'message');
-  }
-  if (status === 401) expect(answer.headers.get('www-authenticate')).to.equal('Bearer');
-}
-
-/** 400 invalid_request whose details all point at `path`. */
-function expectInvalid(answer: Answer, path: string): void {
-  expectFailure(answer, 400, 'invalid_request');
-  const paths = [...new Set(answer.json.error.details.map((d: { path: string }) => d.path))];
-  expect(paths, JSON.stringify(answer.json.error.details)).to.deep.equal([path]);
-}
-
-function expectCloseTo(actual: Date | string, expected: number, toleranceMs: number, what: string): void {
-  const at = new Date(actual).getTime();
-  expect(Number.isNaN(at), `${what} is a time`).to.equal(false);
-  expect(Math.abs(at - expected), `${what}: ${new Date(actual).toISOString()} vs ${new Date(expected).toISOString()}`).to.be.at.most(toleranceMs);
 }
 
 describe('POST /v1/auth/tokens', () => {
