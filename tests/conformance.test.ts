@@ -1,10 +1,11 @@
 /**
- * The black-box conformance suite (conformance/, `npm run conformance`) run by the project's own CI,
- * against two deployments: the run's test server (PostgreSQL when DATABASE_URL is set, else
- * embedded), and a freshly started embedded server with rate limits on and billing configured, so
- * that the suite's `--rate-limits` and `--stripe-webhook-secret` parts run too. Each must conform
- * with every operation covered and no provokable documented status missed; the coverage figures are
- * printed, and the reports (JUnit XML, JSON) are kept in .test-output/conformance/.
+ * The black-box conformance suite (tools/src/conformance/, `npm run conformance`) run by the
+ * project's own CI, against two deployments: the run's test server (PostgreSQL when DATABASE_URL is
+ * set, else embedded), and a freshly started embedded server with rate limits on and billing
+ * configured, so that the suite's `--rate-limits` and `--stripe-webhook-secret` parts run too. Each
+ * must conform with every operation covered and no provokable documented status missed; the coverage
+ * figures are printed, and the reports (JUnit XML, JSON) are kept in .test-output/conformance/. The
+ * package as operators get it (`npx @signalboard/tools conformance`): tests/tools-package.test.ts.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,8 +13,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { pino } from 'pino';
-import { INVITE_USES, runConformance, type ConformanceResult } from '../conformance/index.js';
-import { coverageLine, summary, writeReports } from '../conformance/report.js';
+import { INVITE_USES, runConformance, type ConformanceResult } from '../tools/src/conformance/index.js';
+import { coverageLine, summary, writeReports } from '../tools/src/conformance/report.js';
 import { loadConfig } from '../server/src/config.js';
 import { createInviteCode } from '../server/src/domain/invite-codes.js';
 import { startServer, type RunningServer } from '../server/src/server.js';

@@ -1,2 +1,2 @@
 /** The tests build their icons with the conformance suite's PNG encoder (good, huge or broken images). */
-export * from '../../conformance/png.js';
+export * from '../../tools/src/conformance/png.js';

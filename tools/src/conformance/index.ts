@@ -1,8 +1,9 @@
 /**
  * The black-box conformance suite: `runConformance({ baseUrl, inviteCode })` runs every case against
- * a deployment over HTTP, judges every answer against spec/generated/openapi.json, reports coverage
- * of the contract, and cleans up what it created (projects deleted, API tokens revoked, sessions
- * ended) whatever happened in between. It imports nothing of the server.
+ * a deployment over HTTP, judges every answer against the contract (contract.ts: the copy the
+ * package carries, or spec/generated/openapi.json in the repository), reports coverage of the
+ * contract, and cleans up what it created (projects deleted, API tokens revoked, sessions ended)
+ * whatever happened in between. It imports nothing of the server.
  *
  * Needs: an invite code with 2 uses left (two accounts: an owner and a second user who is first an
  * outsider, then an invitee, then a member). Accounts cannot be deleted through the API, so those
@@ -24,7 +25,7 @@ import { ContractModel } from './contract.js';
 import { computeCoverage, type Coverage } from './coverage.js';
 import { Client, TransportError, type Exchange } from './http.js';
 
-export { ContractModel } from './contract.js';
+export { ContractModel, DEFAULT_CONTRACT_PATH } from './contract.js';
 export type { Coverage } from './coverage.js';
 
 export { INVITE_USES } from './case.js';
@@ -36,7 +37,7 @@ export interface ConformanceOptions {
   rateLimits?: boolean;
   /** The deployment's STRIPE_WEBHOOK_SECRET, to cover the webhook's 200. */
   stripeWebhookSecret?: string;
-  /** Another copy of the contract (default: spec/generated/openapi.json of this checkout). */
+  /** Another copy of the contract (default: DEFAULT_CONTRACT_PATH, see contract.ts). */
   contractPath?: string;
   /** Per request, default 30 s. */
   timeoutMs?: number;

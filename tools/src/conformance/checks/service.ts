@@ -48,7 +48,7 @@ export const serviceCases: CaseDef[] = [
       const extra = [...theirs].filter((x) => !ours.has(x));
       t.check(
         missing.length === 0 && extra.length === 0,
-        `the served contract differs from spec/generated/openapi.json: ${missing.length} (operation, status) missing${missing.length ? ` (e.g. ${missing.slice(0, 3).join('; ')})` : ''}, ${extra.length} extra${extra.length ? ` (e.g. ${extra.slice(0, 3).join('; ')})` : ''}`,
+        `the served contract differs from the one the suite judges by (${t.contract.title}): ${missing.length} (operation, status) missing${missing.length ? ` (e.g. ${missing.slice(0, 3).join('; ')})` : ''}, ${extra.length} extra${extra.length ? ` (e.g. ${extra.slice(0, 3).join('; ')})` : ''}`,
       );
     },
   },

@@ -36,7 +36,7 @@ export function summary(result: ConformanceResult): string {
     }
   }
   if (result.uncoveredOperations.length) {
-    lines.push('', `Operations of the contract no case reached (${result.counts.blocked ? 'cases that could not run, or ' : ''}no case in conformance/checks/ for a new operation):`);
+    lines.push('', `Operations of the contract no case reached (${result.counts.blocked ? 'cases that could not run, or ' : ''}no case in tools/src/conformance/checks/ for a new operation):`);
     for (const op of result.uncoveredOperations) lines.push(`  ✗ ${op}`);
   }
   const gaps = result.coverage.operations.flatMap((o) => o.statuses.filter((s) => s.state === 'gap').map((s) => `${o.key} ${s.status}`));

@@ -1,6 +1,6 @@
 /**
- * The contract as the suite reads it: spec/generated/openapi.json from disk, nothing from the server's
- * code. It lists the operations (method, path template, documented statuses, `x-session-only`),
+ * The contract as the suite reads it: an OpenAPI document from disk (the copy this package carries,
+ * or spec/generated/openapi.json in the repository), nothing from the server's code. It lists the operations (method, path template, documented statuses, `x-session-only`),
  * routes a request path to its operation the way any HTTP client reading the document would, and
  * judges an answer with a third-party validator (openapi-response-validator: its own Ajv and OpenAPI 3
  * → JSON Schema translation) plus the rules the document states in words: required headers, the
@@ -18,7 +18,22 @@ const OpenAPIResponseValidator = ((OpenAPIResponseValidatorModule as unknown as 
   OpenAPIResponseValidatorModule) as ValidatorClass;
 type Validator = InstanceType<ValidatorClass>;
 
-export const DEFAULT_CONTRACT_PATH = fileURLToPath(new URL('../spec/generated/openapi.json', import.meta.url));
+/**
+ * Where the contract is. Built (tools/dist/conformance/contract.js, what npm ships) there is no
+ * repository around the package, so the build copies spec/generated/openapi.json to
+ * tools/dist/openapi.json and the suite reads that copy: a published version judges by the contract
+ * it was released with. Run from source (tsx, in the repository: `npm run conformance`, the tests) it
+ * reads spec/generated/openapi.json itself, so a change to the spec is judged by at once, with no
+ * build. Which one is decided by this module's own file, not by probing for files: a missing copy is
+ * an error, never a silent fall-back to some other document.
+ */
+function defaultContractPath(): string {
+  const here = import.meta.url;
+  const fromSource = here.endsWith('.ts');
+  return fileURLToPath(new URL(fromSource ? '../../../spec/generated/openapi.json' : '../openapi.json', here));
+}
+
+export const DEFAULT_CONTRACT_PATH = defaultContractPath();
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'] as const;
 

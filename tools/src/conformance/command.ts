@@ -1,25 +1,35 @@
 /**
- * `npm run conformance -- --base-url URL --invite-code CODE [--report-dir DIR] [--rate-limits]
- * [--stripe-webhook-secret whsec_…]`: the black-box conformance suite against a running deployment
- * (conformance/). Prints a progress line per case and a summary, writes JUnit XML and JSON into the
- * report folder, and exits 0 only when every answer matches the contract, every case passed, every
- * operation is covered, and the clean-up completed. Exit 1: does not conform; 2: usage.
+ * `signalboard conformance --base-url URL --invite-code CODE [--report-dir DIR] [--rate-limits]
+ * [--stripe-webhook-secret whsec_…] [--timeout-ms N] [--contract FILE]`: the black-box conformance
+ * suite against a running deployment. Prints a progress line per case and a summary, writes JUnit XML
+ * and JSON into the report folder, and answers with the exit status: 0 only when every answer matches
+ * the contract, every case passed, every operation is covered, and the clean-up completed; 1: does not
+ * conform; 2: usage.
  */
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { INVITE_USES, runConformance } from '../conformance/index.js';
-import { summary, writeReports } from '../conformance/report.js';
+import { INVITE_USES, runConformance } from './index.js';
+import { summary, writeReports } from './report.js';
 
-const USAGE = `usage: npm run conformance -- --base-url URL --invite-code CODE [options]
+export const SUMMARY = 'check a running deployment against the Signalboard contract';
+
+export const USAGE = `usage: npx @signalboard/tools conformance --base-url URL --invite-code CODE [options]
 
   --base-url URL                  the deployment, e.g. https://api.example.com (the suite adds /v1/…)
-  --invite-code CODE              an invite code with ${INVITE_USES} uses left (npm run invite -- create --uses ${INVITE_USES})
+  --invite-code CODE              an invite code with ${INVITE_USES} uses left (or CONFORMANCE_INVITE_CODE); where
+                                  the deployment runs: npm run invite -- create --uses ${INVITE_USES}
   --report-dir DIR                where junit.xml and conformance.json go (default ./conformance-report)
   --rate-limits                   also provoke 429 on every operation: spends the limit of a throwaway
                                   credential, and this address's sign-up/login limit for a minute
-  --stripe-webhook-secret SECRET  the deployment's STRIPE_WEBHOOK_SECRET: covers the webhook's 200 with
-                                  a signed event of a type the service ignores (nothing changes)
-  --timeout-ms N                  per request (default 30000)`;
+  --stripe-webhook-secret SECRET  the deployment's STRIPE_WEBHOOK_SECRET (or CONFORMANCE_STRIPE_WEBHOOK_SECRET):
+                                  covers the webhook's 200 with a signed event of a type the service
+                                  ignores (nothing changes)
+  --timeout-ms N                  per request (default 30000)
+  --contract FILE                 judge by another OpenAPI document (default: the contract this
+                                  package carries; from source, spec/generated/openapi.json)
+
+exit status: 0 conforms, 1 does not, 2 usage error`;
 
 class UsageError extends Error {}
 
@@ -35,13 +45,14 @@ function parse(argv: string[]) {
         'rate-limits': { type: 'boolean' },
         'stripe-webhook-secret': { type: 'string' },
         'timeout-ms': { type: 'string' },
+        contract: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
-  if (values.help) throw new UsageError('');
+  if (values.help) return undefined;
   const baseUrl = values['base-url'];
   if (!baseUrl) throw new UsageError('--base-url is required');
   if (!URL.canParse(baseUrl) || !/^https?:$/.test(new URL(baseUrl).protocol)) throw new UsageError(`--base-url must be an http(s) address, got "${baseUrl}"`);
@@ -49,6 +60,8 @@ function parse(argv: string[]) {
   if (!inviteCode) throw new UsageError('--invite-code is required (or CONFORMANCE_INVITE_CODE)');
   const timeout = values['timeout-ms'];
   if (timeout !== undefined && !/^\d+$/.test(timeout)) throw new UsageError('--timeout-ms must be a whole number');
+  const contract = values.contract === undefined ? undefined : path.resolve(values.contract);
+  if (contract !== undefined && !existsSync(contract)) throw new UsageError(`--contract: no file ${contract}`);
   return {
     baseUrl,
     inviteCode,
@@ -56,17 +69,23 @@ function parse(argv: string[]) {
     rateLimits: values['rate-limits'] ?? false,
     stripeWebhookSecret: values['stripe-webhook-secret'] ?? process.env.CONFORMANCE_STRIPE_WEBHOOK_SECRET,
     timeoutMs: timeout === undefined ? undefined : Number(timeout),
+    contract,
   };
 }
 
-async function main(): Promise<number> {
+/** Runs the command; resolves to the exit status. */
+export async function conformanceCommand(argv: string[]): Promise<number> {
   let args;
   try {
-    args = parse(process.argv.slice(2));
+    args = parse(argv);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
-    console.error(error.message ? `${error.message}\n\n${USAGE}` : USAGE);
+    console.error(`${error.message}\n\n${USAGE}`);
     return 2;
+  }
+  if (!args) {
+    console.log(USAGE);
+    return 0;
   }
   const result = await runConformance({
     baseUrl: args.baseUrl,
@@ -74,6 +93,7 @@ async function main(): Promise<number> {
     rateLimits: args.rateLimits,
     ...(args.stripeWebhookSecret ? { stripeWebhookSecret: args.stripeWebhookSecret } : {}),
     ...(args.timeoutMs ? { timeoutMs: args.timeoutMs } : {}),
+    ...(args.contract ? { contractPath: args.contract } : {}),
     log: (line) => console.log(line),
   });
   console.log(summary(result));
@@ -82,13 +102,3 @@ async function main(): Promise<number> {
   console.log(`Reports: ${shown(files.junit)}, ${shown(files.json)}`);
   return result.ok ? 0 : 1;
 }
-
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    console.error(`conformance: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-    process.exitCode = 1;
-  },
-);
