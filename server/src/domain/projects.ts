@@ -10,11 +10,31 @@ import type { IconStore } from '../storage/icons.js';
 import { recordActivity } from './activity.js';
 import type { WebhookVerifier } from './billing.js';
 import { findPage, type PageRequest } from './pagination.js';
-import { mapRow, query, selectColumns } from './rows.js';
+import { query } from './rows.js';
 import { conflictOn } from './unique.js';
 
-/** What a Project answer shows, loaded in a fixed number of queries whatever the project's size. */
-export const PROJECT_VIEW = ['members.user', 'feeds'] as const;
+/** A member as a project's answer shows it. */
+export interface MemberRow {
+  id: string;
+  username: string;
+  icon: string | null;
+  role: ProjectMember['role'];
+}
+
+/** A feed as a project's answer shows it. */
+export type FeedRow = Pick<Feed, 'id' | 'name' | 'description' | 'emoji' | 'type'>;
+
+/**
+ * A project with what its answer shows. Members and feeds are plain rows, not managed entities: an
+ * answer never changes them, and mapping a project's 45 of them into the identity map cost more CPU
+ * than running the statements (BENCHMARKS.md). `id` is the project's, for pagination.
+ */
+export interface ProjectView {
+  id: string;
+  project: Project;
+  members: MemberRow[];
+  feeds: FeedRow[];
+}
 
 const NAMESPACE_TAKEN = {
   projects_namespace_unique: ['namespace_taken', 'Another project already uses this namespace.'],
@@ -38,7 +58,7 @@ export async function createProject(
   icons: IconStore,
   owner: User,
   input: { name: string; namespace: string; icon?: string | undefined },
-): Promise<Project> {
+): Promise<ProjectView> {
   // A refused icon is refused before anything is written.
   const icon = input.icon === undefined ? undefined : icons.parse(input.icon, 'create', '/body/icon');
   const name = input.name.trim();
@@ -56,51 +76,42 @@ export async function createProject(
   return loadProject(em, await conflictOn(create, NAMESPACE_TAKEN));
 }
 
-/**
- * A project with everything its answer shows, in three statements whatever its size: the project,
- * its members joined with their users, its feeds. (One populate of both collections would join
- * members × feeds into one result of members·feeds rows, and MikroORM then re-reads the users.)
- * The project row comes from this request's identity map when `authorize` already read it; pass
- * `refresh` after changing it in a transaction of its own.
- */
-export async function loadProject(em: EntityManager, id: string, options: { refresh?: boolean } = {}): Promise<Project> {
-  const project = await em.findOneOrFail(Project, { id }, { refresh: options.refresh ?? false });
-  await loadProjectView(em, [project]);
-  return project;
+/** A project by id, with what its answer shows; pass `refresh` after changing it in a transaction of its own. */
+export async function loadProject(em: EntityManager, id: string, options: { refresh?: boolean } = {}): Promise<ProjectView> {
+  return viewProject(em, await em.findOneOrFail(Project, { id }, { refresh: options.refresh ?? false }));
+}
+
+export async function viewProject(em: EntityManager, project: Project): Promise<ProjectView> {
+  return (await viewProjects(em, [project]))[0]!;
 }
 
 /**
- * Fills PROJECT_VIEW for `projects`: members with their users by joining time (the presenter puts
- * the owner first), feeds by creation. Two hand-written statements (rows.ts) whatever the number of
- * projects, members and feeds.
+ * The members (with their users, by joining time; the presenter puts the owner first) and feeds (by
+ * creation) of `projects`, in one statement whatever the number of projects, members and feeds:
+ * PostgreSQL aggregates each project's rows into JSON arrays, one row per project.
  */
-async function loadProjectView(em: EntityManager, projects: Project[]): Promise<void> {
-  if (projects.length === 0) return;
-  const ids = projects.map((p) => p.id);
-  const memberRows = await query(
+export async function viewProjects(em: EntityManager, projects: Project[]): Promise<ProjectView[]> {
+  if (projects.length === 0) return [];
+  const rows = await query<{ id: string; members: MemberRow[]; feeds: FeedRow[] }>(
     em,
-    `select ${selectColumns(em, ProjectMember, 'm', 'm')}, ${selectColumns(em, User, 'u', 'u')}
-     from project_members m join users u on u.id = m.user_id
-     where m.project_id in (?) order by m.created_at, m.id`,
-    [ids],
+    `select p.id,
+       coalesce((select json_agg(json_build_object('id', u.id, 'username', u.username, 'icon', u.icon, 'role', m.role) order by m.created_at, m.id)
+                 from project_members m join users u on u.id = m.user_id where m.project_id = p.id), '[]') as members,
+       coalesce((select json_agg(json_build_object('id', f.id, 'name', f.name, 'description', f.description, 'emoji', f.emoji, 'type', f.type) order by f.created_at, f.id)
+                 from feeds f where f.project_id = p.id), '[]') as feeds
+     from unnest(array[?]::uuid[]) as p(id)`,
+    [projects.map((project) => project.id)],
   );
-  const feedRows = await query(em, `select ${selectColumns(em, Feed, 'f', 'f')} from feeds f where f.project_id in (?) order by f.created_at, f.id`, [ids]);
-  const members = memberRows.map((row) => {
-    mapRow(em, User, row, 'u');
-    return mapRow(em, ProjectMember, row, 'm');
+  const contents = new Map(rows.map((row) => [row.id, row]));
+  return projects.map((project) => {
+    const { members, feeds } = contents.get(project.id)!;
+    return { id: project.id, project, members, feeds };
   });
-  const feeds = feedRows.map((row) => mapRow(em, Feed, row, 'f'));
-  for (const project of projects) {
-    project.members.hydrate(members.filter((m) => m.project.id === project.id));
-    project.feeds.hydrate(feeds.filter((f) => f.project.id === project.id));
-  }
 }
 
-export async function listProjects(em: EntityManager, user: User, page: PageRequest): Promise<Project[]> {
+export async function listProjects(em: EntityManager, user: User, page: PageRequest): Promise<ProjectView[]> {
   // The page is chosen first (filtering on the caller's membership), then its members and feeds loaded.
-  const rows = await findPage(em, Project, { members: { user } }, page);
-  await loadProjectView(em, rows);
-  return rows;
+  return viewProjects(em, await findPage(em, Project, { members: { user } }, page));
 }
 
 export interface ProjectChanges {
@@ -110,7 +121,7 @@ export interface ProjectChanges {
   icon?: string | null | undefined;
 }
 
-export async function updateProject(em: EntityManager, icons: IconStore, actor: User, project: Project, changes: ProjectChanges): Promise<Project> {
+export async function updateProject(em: EntityManager, icons: IconStore, actor: User, project: Project, changes: ProjectChanges): Promise<ProjectView> {
   const icon = typeof changes.icon === 'string' ? icons.parse(changes.icon, 'update', '/body/icon') : undefined;
   const update = () =>
     em.transactional(async (tx) => {

@@ -1,6 +1,6 @@
 import type { Handler } from '../http/handler-types.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
-import { createProject as create, deleteProject as remove, listProjects as list, loadProject, updateProject as update } from '../domain/projects.js';
+import { createProject as create, deleteProject as remove, listProjects as list, updateProject as update, viewProject } from '../domain/projects.js';
 import { NotFound } from '../errors.js';
 import { authorize } from '../policies/project.js';
 import { presentProject } from '../presenters/project.js';
@@ -18,7 +18,7 @@ export const listProjects: Handler<'listProjects'> = async ({ query, caller, em,
 
 export const getProject: Handler<'getProject'> = async ({ params, caller, em, services }) => {
   const { project } = await authorize(em, caller, params.namespace, 'project.read');
-  return { status: 200, data: presentProject(await loadProject(em, project.id), services.icons) };
+  return { status: 200, data: presentProject(await viewProject(em, project), services.icons) };
 };
 
 export const updateProject: Handler<'updateProject'> = async ({ params, body, caller, em, services }) => {

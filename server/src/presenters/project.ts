@@ -3,7 +3,8 @@
  * only id, username, icon and role: never an email or anything secret.
  */
 import type { components } from '../../../sdk/src/generated/openapi.js';
-import type { Activity, Event, Feed, Insight, Project, ProjectInvite, ProjectMember, User } from '../db/entities.js';
+import type { Activity, Event, Insight, ProjectInvite, ProjectMember, User } from '../db/entities.js';
+import type { FeedRow, ProjectView } from '../domain/projects.js';
 import type { IconStore } from '../storage/icons.js';
 
 type Schemas = components['schemas'];
@@ -11,16 +12,15 @@ type Schemas = components['schemas'];
 /** Turns icon keys into public addresses (`{CDN_URL}/icons/<sha256>.png`). */
 export type IconUrls = Pick<IconStore, 'url'>;
 
-export function presentMember(user: User, icons: IconUrls, role?: ProjectMember['role']): Schemas['Member'] {
+export function presentMember(user: Pick<User, 'id' | 'username' | 'icon'>, icons: IconUrls, role?: ProjectMember['role']): Schemas['Member'] {
   return { id: user.id, username: user.username, icon: icons.url(user.icon), ...(role ? { role } : {}) };
 }
 
-export function presentFeed(feed: Feed): Schemas['Feed'] {
+export function presentFeed(feed: FeedRow): Schemas['Feed'] {
   return { id: feed.id, name: feed.name, description: feed.description ?? null, emoji: feed.emoji ?? null, type: feed.type };
 }
 
-/** `project` must be loaded with PROJECT_VIEW (members with their users, and feeds). */
-export function presentProject(project: Project, icons: IconUrls): Schemas['Project'] {
+export function presentProject({ project, members, feeds }: ProjectView, icons: IconUrls): Schemas['Project'] {
   return {
     id: project.id,
     namespace: project.namespace,
@@ -28,11 +28,10 @@ export function presentProject(project: Project, icons: IconUrls): Schemas['Proj
     icon: icons.url(project.icon),
     tier: project.tier,
     billing_id: project.billingId ?? null,
-    feeds: project.feeds.getItems().map(presentFeed),
-    members: project.members
-      .getItems()
+    feeds: feeds.map(presentFeed),
+    members: members
       .sort((a, b) => Number(b.role === 'owner') - Number(a.role === 'owner'))
-      .map((member) => presentMember(member.user, icons, member.role)),
+      .map((member) => presentMember(member, icons, member.role)),
     created_at: project.createdAt.toISOString(),
   };
 }
