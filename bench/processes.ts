@@ -1,5 +1,5 @@
 /** Child processes the bench drives: the service (as users run it) and the baselines, each on a free loopback port. */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { openSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -99,13 +99,20 @@ export async function startChild(options: {
   };
 }
 
-/** The service as `npm start` runs it: `node --import tsx server/src/main.ts`. */
+/** `npm run build` (tsc → dist/) in the service's checkout, as `npm start` does first; returns its duration in ms. */
+export function buildService(): number {
+  const started = performance.now();
+  execFileSync(process.execPath, [path.join(serviceRoot, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: serviceRoot, stdio: 'inherit' });
+  return performance.now() - started;
+}
+
+/** The service as `npm start` runs it after the build: `node dist/server/src/main.js`. */
 export async function startService(name: string, env: Record<string, string>, logFile: string, extraNodeArgs: string[] = []): Promise<Child> {
   const port = await freePort();
   return startChild({
     name,
-    nodeArgs: [...extraNodeArgs, '--import', 'tsx'],
-    args: ['server/src/main.ts'],
+    nodeArgs: extraNodeArgs,
+    args: ['dist/server/src/main.js'],
     env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
     port,
     probePath: '/v1',

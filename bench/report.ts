@@ -50,9 +50,13 @@ export interface Results {
     probeP99During: number;
   };
   coldStart?: {
+    /** What was started (runs before the compiled start recorded none: `node --import tsx server/src/main.ts`). */
+    command?: string;
     runs: number[];
     median: number;
-    tsxOnlyMedian: number;
+    /** A minimal HTTP server under the same runner: plain node, or tsx in the runs before the compiled start. */
+    nodeOnlyMedian?: number;
+    tsxOnlyMedian?: number;
     readyLogMedian: number;
     /** RSS right after the first answer, MiB (not in runs made before it was recorded). */
     rssMiB?: number;
@@ -98,7 +102,8 @@ export function markdown(results: Results): string {
   }
   if (results.coldStart) {
     const c = results.coldStart;
-    lines.push(`- **Cold start** (\`node --import tsx server/src/main.ts\`, migrated database, spawn → first answer to GET /v1): median ${fmt(c.median, 0)} ms over ${c.runs.length} runs (${c.runs.map((n) => n.toFixed(0)).join(', ')}); the service's own \`ready\` log line (from main.ts's first line): median ${fmt(c.readyLogMedian, 0)} ms; \`node --import tsx\` running a minimal HTTP server: median ${fmt(c.tsxOnlyMedian, 0)} ms (target ≤ 1,500 ms)${c.rssMiB === undefined ? '' : `; RSS at the first answer ${c.rssMiB} MiB`}.`);
+    const runner = c.nodeOnlyMedian === undefined ? `\`node --import tsx\` running a minimal HTTP server: median ${fmt(c.tsxOnlyMedian ?? NaN, 0)} ms` : `plain node running a minimal HTTP server: median ${fmt(c.nodeOnlyMedian, 0)} ms`;
+    lines.push(`- **Cold start** (\`${c.command ?? 'node --import tsx server/src/main.ts'}\`, migrated database, spawn → first answer to GET /v1): median ${fmt(c.median, 0)} ms over ${c.runs.length} runs (${c.runs.map((n) => n.toFixed(0)).join(', ')}); the service's own \`ready\` log line (from main.ts's first line): median ${fmt(c.readyLogMedian, 0)} ms; ${runner} (target ≤ 1,500 ms)${c.rssMiB === undefined ? '' : `; RSS at the first answer ${c.rssMiB} MiB`}.`);
     if (c.compiled) lines.push(`- **Compiled start** (proposal: \`tsc\` to JavaScript, then \`node server/src/main.js\`): median ${fmt(c.compiled.median, 0)} ms (${c.compiled.runs.map((n) => n.toFixed(0)).join(', ')}), RSS at the first answer ${c.compiled.rssMiB} MiB.`);
   }
   if (results.rss) lines.push(`- **Resident memory** of instance A: ${results.rss.idleMiB} MiB after seeding and logins, peak ${results.rss.peakMiB} MiB under load over every scenario (target ≤ 200 MiB).`);

@@ -4,9 +4,8 @@
  * (`Contract.match` over its precompiled table) plus openapi-backend's request validation, and, for
  * comparison, openapi-backend's own router (`matchOperation`), which the service no longer uses.
  */
-import { readFileSync } from 'node:fs';
 import type { Document } from 'openapi-backend';
-import { Contract, openapiPath } from '../server/src/http/contract.js';
+import { Contract, contractDocument } from '../server/src/http/contract.js';
 
 interface Case {
   name: string;
@@ -72,7 +71,7 @@ export interface RoutingResult {
 }
 
 export async function measureRouting(iterations = 20_000): Promise<RoutingResult[]> {
-  const full = JSON.parse(readFileSync(openapiPath, 'utf8')) as Document;
+  const full = structuredClone(contractDocument) as unknown as Document;
   const fullContract = await Contract.load(full);
   const results: RoutingResult[] = [];
   for (const c of CASES) {

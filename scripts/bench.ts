@@ -3,7 +3,7 @@
  *
  * Creates a fresh database `sb_bench_<ts>` on the server DATABASE_URL names (default
  * postgres://postgres@127.0.0.1:5432/postgres, used as the admin URL only), starts the service as
- * users run it (`node --import tsx server/src/main.ts`, migrations on start), seeds it with direct
+ * users run it (`npm run build`, then `node dist/server/src/main.js`, migrations on start), seeds it with direct
  * SQL, opens sessions through the real login route, and drives it with autocannon. In the same run,
  * two baselines on the same port layout: a bare Koa JSON route and a hand-written Koa + pg project
  * read. Prints every figure, writes bench/results.json and the table in BENCHMARKS.md, and drops the
@@ -17,19 +17,17 @@
  *   --no-write       print only
  *   --keep-db        do not drop the database
  *   --render         rewrite BENCHMARKS.md's tables from bench/results*.json, without running anything
- *   --compiled-start also time a start of the service compiled by tsc (a proposal, not how it ships)
  *   --service-root D start the service from another checkout D (e.g. a copy before a change); the
  *                    baselines, the seed and the in-process routing figures stay this checkout's
  */
-import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { createBenchDatabase, seed, type Fixture } from '../bench/seed.js';
 import { load, percentile, probe, type LoadRequest, type LoadResult } from '../bench/load.js';
-import { root, rssMiB, sampleRss, setServiceRoot, startBaseline, startChild, startService, freePort, type Child } from '../bench/processes.js';
+import { buildService, root, rssMiB, sampleRss, setServiceRoot, startBaseline, startChild, startService, freePort, type Child } from '../bench/processes.js';
 import { measureRouting } from '../bench/routing.js';
 import { writeResults, type Results, type ScenarioResult } from '../bench/report.js';
 
@@ -44,7 +42,6 @@ const { values: args } = parseArgs({
     'no-write': { type: 'boolean', default: false },
     'keep-db': { type: 'boolean', default: false },
     'service-root': { type: 'string' },
-    'compiled-start': { type: 'boolean', default: false },
     render: { type: 'boolean', default: false },
   },
 });
@@ -57,7 +54,7 @@ const wanted = (name: string) => !only || only.has(name);
 const write = !args['no-write'] && !only;
 
 const adminUrl = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
-/** Logs of every process of the run (kept), their data folders and the compiled build (removed at the end). */
+/** Logs of every process of the run (kept), and their data folders (removed at the end). */
 const outDir = path.join(os.tmpdir(), `signalboard-bench-${Date.now()}`);
 const log = (name: string) => path.join(outDir, `${name}.log`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -132,6 +129,7 @@ async function main(): Promise<void> {
     };
     const profileArgs = args.profile ? [`--cpu-prof`, `--cpu-prof-dir=${path.join(outDir, 'profiles')}`] : [];
     if (args.profile) say(`CPU profiles of instance A: ${path.join(outDir, 'profiles')} (summarise with: npx tsx bench/profile-summary.ts <file> 40 --last <seconds>)`);
+    say(`Built the service (npm run build) in ${(buildService() / 1000).toFixed(1)} s`);
     const a = await startService('A', env, log('service-a'), profileArgs);
     children.push(a);
     say(`Instance A at ${a.url} (started in ${a.startMs.toFixed(0)} ms, migrations included)`);
@@ -425,10 +423,9 @@ async function signupBurst(a: Child, fixture: Fixture): Promise<Results['signupB
 }
 
 /**
- * Spawn → first answer to GET /v1, on the migrated bench database, nothing else running, as users
- * start it (`node --import tsx server/src/main.ts`), with tsx's own start-up beside it; with
- * `--compiled-start`, also the same service compiled by tsc and run by plain node (a proposal: the
- * service does not ship a compiled start).
+ * Spawn → first answer to GET /v1, on the migrated bench database, nothing else running, as
+ * `npm start` runs the service once built (`node dist/server/src/main.js`), with plain node's own
+ * start-up beside it.
  */
 async function coldStart(env: Record<string, string>): Promise<Results['coldStart']> {
   const runs: number[] = [];
@@ -443,54 +440,29 @@ async function coldStart(env: Record<string, string>): Promise<Results['coldStar
     const line = readFileSync(file, 'utf8').split('\n').find((l) => l.includes('"msg":"ready"'));
     if (line) ready.push(JSON.parse(line).ms as number);
   }
-  const tsx: number[] = [];
+  const node: number[] = [];
   for (let i = 0; i < 5; i++) {
     const port = await freePort();
-    // The smallest program tsx can start that answers HTTP: tsx's own start-up cost.
+    // The smallest program node can start that answers HTTP: node's own start-up cost.
     const child = await startChild({
-      name: 'tsx-only',
-      nodeArgs: ['--import', 'tsx'],
+      name: 'node-only',
       args: ['-e', `require('node:http').createServer((q, s) => s.end('ok')).listen(${port}, '127.0.0.1')`],
       port,
       probePath: '/',
-      logFile: log('tsx-only'),
+      logFile: log('node-only'),
     });
-    tsx.push(child.startMs);
+    node.push(child.startMs);
     await child.stop();
   }
   const result: NonNullable<Results['coldStart']> = {
+    command: 'node dist/server/src/main.js',
     runs: runs.map((n) => round(n, 0)),
     median: round(median(runs), 0),
     readyLogMedian: ready.length ? median(ready) : NaN,
-    tsxOnlyMedian: round(median(tsx), 0),
+    nodeOnlyMedian: round(median(node), 0),
     rssMiB: round(median(rss), 0),
   };
-  say(`Cold start: median ${result.median} ms (${result.runs.join(', ')}); ready line ${result.readyLogMedian} ms; tsx alone ${result.tsxOnlyMedian} ms; RSS at first answer ${result.rssMiB} MiB`);
-  if (args['compiled-start']) {
-    const build = path.join(outDir, 'build');
-    const compileStarted = performance.now();
-    execFileSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json', '--noEmit', 'false', '--outDir', build, '--rootDir', '.'], { cwd: root, stdio: 'inherit' });
-    for (const shared of ['node_modules', 'spec']) symlinkSync(path.join(root, shared), path.join(build, shared));
-    copyFileSync(path.join(root, 'package.json'), path.join(build, 'package.json'));
-    const compiled: number[] = [];
-    const compiledRss: number[] = [];
-    for (let i = 0; i < 5; i++) {
-      const port = await freePort();
-      const child = await startChild({
-        name: `compiled-${i}`,
-        args: [path.join(build, 'server/src/main.js')],
-        env: { ...env, DATA_DIR: path.join(outDir, `data-compiled-${i}`), PORT: String(port), HOST: '127.0.0.1' },
-        port,
-        probePath: '/v1',
-        logFile: log(`compiled-${i}`),
-      });
-      compiled.push(child.startMs);
-      compiledRss.push(rssMiB(child.pid) ?? NaN);
-      await child.stop();
-    }
-    result.compiled = { runs: compiled.map((n) => round(n, 0)), median: round(median(compiled), 0), rssMiB: round(median(compiledRss), 0), compileMs: round(performance.now() - compileStarted - compiled.reduce((a, b) => a + b, 0), 0) };
-    say(`Compiled start (tsc, then node main.js): median ${result.compiled.median} ms (${result.compiled.runs.join(', ')}); RSS at first answer ${result.compiled.rssMiB} MiB`);
-  }
+  say(`Cold start: median ${result.median} ms (${result.runs.join(', ')}); ready line ${result.readyLogMedian} ms; node alone ${result.nodeOnlyMedian} ms; RSS at first answer ${result.rssMiB} MiB`);
   return result;
 }
 

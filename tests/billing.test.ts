@@ -530,13 +530,13 @@ describe('the billing adapter', () => {
   const quiet = pino({ level: 'silent' });
   const settings = { secretKey: undefined, webhookSecret: undefined, priceTiers: new Map<string, number>(), apiUrl: 'https://api.stripe.com' };
 
-  it('is off without a secret key', () => {
-    expect(createBilling(settings, quiet)).to.equal(billingOff);
-    expect(createBilling({ ...settings, webhookSecret: WEBHOOK_SECRET }, quiet)).to.equal(billingOff);
+  it('is off without a secret key', async () => {
+    expect(await createBilling(settings, quiet)).to.equal(billingOff);
+    expect(await createBilling({ ...settings, webhookSecret: WEBHOOK_SECRET }, quiet)).to.equal(billingOff);
   });
 
-  it('with a key but no webhook secret, the webhook answers 503', () => {
-    const billing = createBilling({ ...settings, secretKey: API_KEY }, quiet);
+  it('with a key but no webhook secret, the webhook answers 503', async () => {
+    const billing = await createBilling({ ...settings, secretKey: API_KEY }, quiet);
     const payload = JSON.stringify(stripeEvent('invoice.paid', {}));
     const header = Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET });
     expect(() => billing.verifyEvent(payload, header)).to.throw(ApiError).with.property('status', 503);

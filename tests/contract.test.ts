@@ -1,12 +1,21 @@
 import { expect } from 'chai';
 import { handlers } from '../server/src/handlers/index.js';
-import { Contract } from '../server/src/http/contract.js';
+import { Contract, contractDocument } from '../server/src/http/contract.js';
 import { http } from './support/harness.js';
 
 describe('the contract as served', () => {
   let contract: Contract;
   before(async () => {
     contract = await Contract.load();
+  });
+
+  it('is valid OpenAPI by openapi-backend\'s strict check, which refuses a broken document', async () => {
+    await Contract.checkDocument();
+    const broken = structuredClone(contractDocument) as unknown as { paths: Record<string, Record<string, { responses?: unknown }>> };
+    delete broken.paths['/v1/projects']!.post!.responses;
+    let refused: unknown;
+    await Contract.checkDocument(broken as never).catch((error: unknown) => (refused = error));
+    expect(String(refused)).to.match(/responses/);
   });
 
   it('has exactly one handler per operation', () => {

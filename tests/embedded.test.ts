@@ -1,6 +1,7 @@
 /**
- * The embedded default as a user runs it: `server/src/main.ts` as its own process with no
- * DATABASE_URL, the operator command beside it, a restart in between.
+ * The embedded default as a user runs it: `npm start` builds the service (tsc, `npm run build`) and
+ * runs the compiled `dist/server/src/main.js` as its own process with no DATABASE_URL; the operator
+ * command beside it, a restart in between.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,6 +13,7 @@ import { createClient } from '../sdk/src/index.js';
 import { secret } from './support/harness.js';
 
 const root = path.resolve('.');
+const MAIN = 'dist/server/src/main.js';
 
 interface Service {
   process: ChildProcess;
@@ -27,7 +29,7 @@ function environment(dataDir: string): NodeJS.ProcessEnv {
 
 async function startService(dataDir: string): Promise<Service> {
   const started = performance.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], { cwd: root, env: environment(dataDir), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [MAIN], { cwd: root, env: environment(dataDir), stdio: ['ignore', 'pipe', 'pipe'] });
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('the service did not start within 60 s')), 60_000);
     child.once('exit', (code) => reject(new Error(`the service exited with ${code} before listening`)));
@@ -50,10 +52,13 @@ async function stopService(service: Service): Promise<number | null> {
   return exited;
 }
 
-/** Runs a command of ours to completion without blocking the event loop (HTTP clients in this process keep their sockets right). */
+/**
+ * Runs a command of ours to completion without blocking the event loop (HTTP clients in this process
+ * keep their sockets right): compiled JavaScript as is, TypeScript (the operator scripts) under tsx.
+ */
 function run(script: string, args: string[], dataDir: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', script, ...args], { cwd: root, env: environment(dataDir), timeout: 90_000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, [...(script.endsWith('.ts') ? ['--import', 'tsx'] : []), script, ...args], { cwd: root, env: environment(dataDir), timeout: 90_000 }, (error, stdout, stderr) => {
       resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr });
     });
   });
@@ -69,8 +74,10 @@ describe('the embedded database (no DATABASE_URL)', function () {
   let dataDir: string;
   let service: Service | undefined;
 
-  before(() => {
+  before(async () => {
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'signalboard-embedded-'));
+    const build = await run('node_modules/typescript/bin/tsc', ['-p', 'tsconfig.build.json'], dataDir);
+    expect(build.status, build.stdout + build.stderr).to.equal(0);
   });
   after(async () => {
     if (service) await stopService(service);
@@ -120,7 +127,7 @@ describe('the embedded database (no DATABASE_URL)', function () {
 
   it('refuses a second service on the same data folder', async () => {
     service ??= await startService(dataDir);
-    const second = await run('server/src/main.ts', [], dataDir);
+    const second = await run(MAIN, [], dataDir);
     expect(second.status).to.equal(1);
     expect(second.stdout + second.stderr).to.match(/in use/);
     const still = await fetch(`${service.url}/v1`);

@@ -38,7 +38,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     let url = '';
     const { services, close } = await createServices(config, logger, db, contract, () => url);
     cleanups.push(close);
-    const server = http.createServer(createApp(services, config.metrics.enabled ? new Metrics(db) : undefined).callback());
+    const server = http.createServer(createApp(services, config.metrics.enabled ? await Metrics.create(db) : undefined).callback());
     server.requestTimeout = 30_000;
     server.headersTimeout = 10_000;
     server.keepAliveTimeout = 5_000;

@@ -49,7 +49,7 @@ export async function createServices(
     contract,
     accounts: new Accounts(config.bcryptRounds),
     icons: new IconStore(path.join(config.dataDir, 'icons'), () => config.cdnUrl ?? `${publicUrl()}/cdn`),
-    billing: createBilling(config.stripe, logger),
+    billing: await createBilling(config.stripe, logger),
     live,
     rateLimits: RateLimits.create(config, db),
     announce(message) {

@@ -16,11 +16,10 @@
  * is the documented one; the JSON body matches the documented schema; a documented required header
  * is present; a response documented without content has no body.
  */
-import { readFileSync } from 'node:fs';
 import OpenAPIResponseValidatorModule from 'openapi-response-validator';
 import type { OpenAPIV3 } from 'openapi-types';
 import { ApiError } from '../../server/src/errors.js';
-import { Contract, openapiPath } from '../../server/src/http/contract.js';
+import { Contract, contractDocument } from '../../server/src/http/contract.js';
 
 // openapi-response-validator is CommonJS with an `exports.default`: under ESM that is `.default`.
 type ValidatorClass = typeof import('openapi-response-validator').default;
@@ -80,7 +79,7 @@ export class ResponseChecker {
   }
 
   static async load(): Promise<ResponseChecker> {
-    const document = JSON.parse(readFileSync(openapiPath, 'utf8')) as OpenAPIV3.Document;
+    const document = structuredClone(contractDocument) as unknown as OpenAPIV3.Document;
     return new ResponseChecker(await Contract.load(), document);
   }
 

@@ -19,10 +19,10 @@ export const billingOff: SubscriptionCanceller = {
   },
 };
 
-/** Stripe when a secret key is configured, otherwise billing off. */
-export function createBilling(settings: Config['stripe'], logger: Logger): SubscriptionCanceller {
+/** Stripe when a secret key is configured, otherwise billing off (and the stripe package never loaded). */
+export async function createBilling(settings: Config['stripe'], logger: Logger): Promise<SubscriptionCanceller> {
   if (!settings.secretKey) return billingOff;
-  return new StripeBilling({ secretKey: settings.secretKey, webhookSecret: settings.webhookSecret, apiUrl: settings.apiUrl }, logger);
+  return StripeBilling.create({ secretKey: settings.secretKey, webhookSecret: settings.webhookSecret, apiUrl: settings.apiUrl }, logger);
 }
 
 export { STRIPE_DEADLINE_MS, STRIPE_MAX_NETWORK_RETRIES, STRIPE_TIMEOUT_MS, WEBHOOK_TOLERANCE_S } from './stripe.js';

@@ -9,11 +9,12 @@
  * project row (and in embedded mode the one database connection) while it waits, and a user waits
  * on it, so a quick 502 "nothing changed, try again" beats a long wait.
  */
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import type { WebhookEvent } from '../domain/billing.js';
 import type { SubscriptionCanceller } from '../domain/projects.js';
 import { BillingUnavailable, InvalidRequest, Unavailable } from '../errors.js';
 import type { Logger } from '../logger.js';
+
 
 /** Per attempt. Stripe answers a cancel in well under a second; 5 s of silence means trouble. */
 export const STRIPE_TIMEOUT_MS = 5_000;
@@ -55,14 +56,16 @@ function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
   return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
 }
 
+type StripeErrors = typeof Stripe.errors;
+
 /** Stripe says the subscription does not exist (any more): cancelling it again answers 404 `resource_missing`. */
-function isGone(error: unknown): boolean {
-  return error instanceof Stripe.errors.StripeInvalidRequestError && error.statusCode === 404 && error.code === 'resource_missing';
+function isGone(errors: StripeErrors, error: unknown): boolean {
+  return error instanceof errors.StripeInvalidRequestError && error.statusCode === 404 && error.code === 'resource_missing';
 }
 
 /** What may be logged about a failed call: never the request's headers, which carry the secret key. */
-function describe(error: unknown): Record<string, unknown> {
-  if (error instanceof Stripe.errors.StripeError) {
+function describe(errors: StripeErrors, error: unknown): Record<string, unknown> {
+  if (error instanceof errors.StripeError) {
     return { type: error.type, code: error.code, status: error.statusCode, requestId: error.requestId, message: error.message };
   }
   return { type: error instanceof Error ? error.name : typeof error, message: error instanceof Error ? error.message : String(error) };
@@ -70,11 +73,19 @@ function describe(error: unknown): Record<string, unknown> {
 
 export class StripeBilling implements SubscriptionCanceller {
   private readonly stripe: Stripe;
+  private readonly errors: StripeErrors;
   private readonly webhookSecret: string | undefined;
   private readonly log: Logger;
 
-  constructor(settings: StripeSettings, logger: Logger) {
-    this.stripe = new Stripe(settings.secretKey, {
+  /** The stripe package is a large module: it is loaded here, only when billing is configured. */
+  static async create(settings: StripeSettings, logger: Logger): Promise<StripeBilling> {
+    const { default: StripeClient } = await import('stripe');
+    return new StripeBilling(StripeClient, settings, logger);
+  }
+
+  private constructor(StripeClient: typeof Stripe, settings: StripeSettings, logger: Logger) {
+    this.errors = StripeClient.errors;
+    this.stripe = new StripeClient(settings.secretKey, {
       ...connectionOptions(settings.apiUrl),
       timeout: STRIPE_TIMEOUT_MS,
       maxNetworkRetries: STRIPE_MAX_NETWORK_RETRIES,
@@ -95,11 +106,11 @@ export class StripeBilling implements SubscriptionCanceller {
       const subscription = await withDeadline(this.stripe.subscriptions.cancel(billingId), STRIPE_DEADLINE_MS);
       this.log.info({ subscription: billingId, status: subscription.status, ms: Date.now() - started }, 'subscription cancelled');
     } catch (error) {
-      if (isGone(error)) {
+      if (isGone(this.errors, error)) {
         this.log.info({ subscription: billingId, ms: Date.now() - started }, 'subscription already gone');
         return;
       }
-      this.log.warn({ subscription: billingId, ms: Date.now() - started, error: describe(error) }, 'subscription cancel failed');
+      this.log.warn({ subscription: billingId, ms: Date.now() - started, error: describe(this.errors, error) }, 'subscription cancel failed');
       throw new BillingUnavailable();
     }
   }
@@ -110,7 +121,7 @@ export class StripeBilling implements SubscriptionCanceller {
     try {
       event = this.stripe.webhooks.constructEvent(rawBody, signature, this.webhookSecret, WEBHOOK_TOLERANCE_S);
     } catch (error) {
-      this.log.warn({ error: describe(error) }, 'webhook signature refused');
+      this.log.warn({ error: describe(this.errors, error) }, 'webhook signature refused');
       throw new InvalidRequest('The Stripe-Signature header does not sign this body with the configured secret, or is too old.', [
         { path: '/headers/stripe-signature', message: 'does not match the body, or is too old' },
       ]);

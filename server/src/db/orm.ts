@@ -1,8 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { PGlite } from '@electric-sql/pglite';
-import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { Migrator } from '@mikro-orm/migrations';
 import { MikroORM, type Options } from '@mikro-orm/postgresql';
 import type { Config } from '../config.js';
@@ -102,6 +100,8 @@ export async function openDatabase(config: Config, logger: Logger, opts: { migra
       kind = 'embedded';
       await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
       cleanups.push(await lockDataDir(config.dataDir));
+      // Loaded only here: a start on PostgreSQL never pays for PGlite's modules.
+      const [{ PGlite }, { PGLiteSocketServer }] = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite-socket')]);
       const pglite = await PGlite.create(path.join(config.dataDir, 'pg'));
       cleanups.push(() => pglite.close());
       // PGlite runs one query at a time: one socket connection and a pool of one, or a second

@@ -99,7 +99,7 @@ export async function viewProjects(em: EntityManager, projects: Project[]): Prom
                  from project_members m join users u on u.id = m.user_id where m.project_id = p.id), '[]') as members,
        coalesce((select json_agg(json_build_object('id', f.id, 'name', f.name, 'description', f.description, 'emoji', f.emoji, 'type', f.type) order by f.created_at, f.id)
                  from feeds f where f.project_id = p.id), '[]') as feeds
-     from unnest(array[?]::uuid[]) as p(id)`,
+     from unnest(?::uuid[]) as p(id)`,
     [projects.map((project) => project.id)],
   );
   const contents = new Map(rows.map((row) => [row.id, row]));

@@ -45,7 +45,15 @@ export function mapRow<T extends object>(em: EntityManager, entity: EntityName<T
   return em.merge(entity, data as never, { convertCustomTypes: true, refresh: true, cascade: false, validate: false });
 }
 
-/** Runs `sql` (knex bindings: `?`, and `in (?)` for an array) on the request's connection, or its transaction if one is open. */
-export function query<T = Record<string, unknown>>(em: EntityManager, sql: string, params: unknown[]): Promise<T[]> {
-  return em.getConnection().execute<T[]>(sql, params, 'all', em.getTransactionContext());
+/**
+ * Runs `sql` (knex bindings: `?`; an array is one parameter, e.g. `?::uuid[]`) on the request's connection, or its
+ * transaction if one is open. Through knex with the values as bindings, so PostgreSQL gets them as
+ * parameters (extended protocol); MikroORM's own `execute` inlines them into the SQL text first,
+ * which costs a formatting pass per statement.
+ */
+export async function query<T = Record<string, unknown>>(em: EntityManager, sql: string, params: unknown[]): Promise<T[]> {
+  const statement = em.getConnection().getKnex().raw(sql, params as never);
+  const transaction = em.getTransactionContext();
+  if (transaction) statement.transacting(transaction);
+  return ((await statement) as { rows: T[] }).rows;
 }

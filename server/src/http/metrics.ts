@@ -5,7 +5,7 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 import type { Middleware } from 'koa';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Counter, Histogram, Registry } from 'prom-client';
 import type { Database } from '../db/orm.js';
 import { NotFound, Unauthenticated } from '../errors.js';
 
@@ -16,24 +16,31 @@ interface KnexPool {
 }
 
 export class Metrics {
-  readonly registry = new Registry();
-  private readonly requests = new Counter({ name: 'signalboard_http_requests_total', help: 'Requests answered, by operation and status.', labelNames: ['operation', 'status'], registers: [this.registry] });
-  private readonly latency = new Histogram({
-    name: 'signalboard_http_request_duration_seconds',
-    help: 'Time to answer, by operation.',
-    labelNames: ['operation'],
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-    registers: [this.registry],
-  });
+  private constructor(
+    readonly registry: Registry,
+    private readonly requests: Counter<'operation' | 'status'>,
+    private readonly latency: Histogram<'operation'>,
+  ) {}
 
-  constructor(db: Database) {
-    collectDefaultMetrics({ register: this.registry });
+  /** prom-client is loaded here, only when metrics are on. */
+  static async create(db: Database): Promise<Metrics> {
+    const { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } = await import('prom-client');
+    const registry = new Registry();
+    const requests = new Counter({ name: 'signalboard_http_requests_total', help: 'Requests answered, by operation and status.', labelNames: ['operation', 'status'], registers: [registry] });
+    const latency = new Histogram({
+      name: 'signalboard_http_request_duration_seconds',
+      help: 'Time to answer, by operation.',
+      labelNames: ['operation'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [registry],
+    });
+    collectDefaultMetrics({ register: registry });
     const pool = () => (db.orm.em.getConnection().getKnex().client as { pool?: KnexPool }).pool;
     new Gauge({
       name: 'signalboard_db_pool_connections',
       help: 'Database pool connections, by state.',
       labelNames: ['state'],
-      registers: [this.registry],
+      registers: [registry],
       collect() {
         const current = pool();
         if (!current) return;
@@ -42,6 +49,7 @@ export class Metrics {
         this.set({ state: 'pending' }, current.numPendingAcquires());
       },
     });
+    return new Metrics(registry, requests, latency);
   }
 
   /** Times every request; the label is the contract's operationId, so paths with ids do not explode the series. */
