@@ -31,13 +31,19 @@ const created = await sb.POST('/v1/projects', { body: { name: 'From the package'
 console.log(JSON.stringify({ username: me.data?.data.username, namespace: created.data?.data.namespace, status: created.response.status }));
 `;
 
-/** A misspelt field (\`namspace\`) and a wrong type (\`limit\` as a string): neither may compile. */
+/**
+ * A misspelt field (\`namspace\`), a wrong type (\`limit\` as a string) and a field the contract
+ * does not define beside all the required ones (\`colour\`, which plain openapi-fetch lets through):
+ * none may compile.
+ */
 const WRONG_FIELDS = `
 import { createClient } from '@signalboard/sdk';
 
 const sb = createClient({ baseUrl: 'http://localhost:3000' });
 await sb.POST('/v1/projects', { body: { name: 'x', namspace: 'abc' } });
 await sb.GET('/v1/projects', { params: { query: { limit: 'ten' } } });
+await sb.POST('/v1/projects', { body: { name: 'x', namespace: 'abc', colour: 'red' } });
+await sb.PATCH('/v1/projects/{namespace}', { params: { path: { namespace: 'abc' } }, body: { name: 'y', tier: 2 } });
 `;
 
 
@@ -70,7 +76,7 @@ describe('the SDK package', function () {
     expect(JSON.parse(stdout)).to.deep.equal({ username: user.username, namespace, status: 201 });
   });
 
-  it('refuses to compile calls with a misspelt field or a field of the wrong type', async () => {
+  it('refuses to compile calls with a misspelt field, a field of the wrong type, or a field the contract does not define', async () => {
     writeFileSync(path.join(dir, 'consumer.ts'), WRONG_FIELDS);
     const failed = await run(process.execPath, [tsc, '-p', '.', '--noEmit'], { cwd: dir }).then(
       () => undefined,
@@ -79,5 +85,7 @@ describe('the SDK package', function () {
     expect(failed, 'tsc accepted a wrong field').to.be.a('string');
     expect(failed).to.match(/consumer\.ts\(5,\d+\).*namspace/);
     expect(failed).to.match(/consumer\.ts\(6,\d+\)/);
+    expect(failed).to.match(/consumer\.ts\(7,\d+\).*colour/);
+    expect(failed).to.match(/consumer\.ts\(8,\d+\).*tier/);
   });
 });

@@ -10,7 +10,8 @@
  * SignalboardError, and `streamEvents(...)`, an async iterator over a project's live stream that
  * reconnects with `Last-Event-ID` (see stream.ts).
  */
-import createFetchClient, { type Client, type ClientOptions } from 'openapi-fetch';
+import createFetchClient, { type Client, type ClientOptions, type FetchResponse, type MaybeOptionalInit } from 'openapi-fetch';
+import type { HttpMethod, PathsWithMethod, RequiredKeysOf } from 'openapi-typescript-helpers';
 import type { components, operations, paths } from './generated/openapi.js';
 import { SignalboardError } from './errors.js';
 import { streamEvents, type StreamEventsOptions } from './stream.js';
@@ -50,7 +51,26 @@ function retryingFetch(retries: number, inner: (request: Request) => Promise<Res
   };
 }
 
-export type SignalboardClient = Client<paths>;
+type Init<P extends keyof paths, M extends HttpMethod> = MaybeOptionalInit<paths[P], M>;
+
+/**
+ * openapi-fetch's call signature, with the request's options typed by the path alone instead of
+ * inferred from the call. TypeScript then checks the object literal against the contract's type,
+ * so a field the contract does not define fails to compile (the service would answer it 400),
+ * not only a missing or mistyped one.
+ */
+type StrictMethod<M extends HttpMethod> = <P extends PathsWithMethod<paths, M>>(
+  url: P,
+  ...init: RequiredKeysOf<NonNullable<Init<P, M>>> extends never ? [Init<P, M>?] : [Init<P, M>]
+) => Promise<FetchResponse<Extract<paths[P][M], Record<string | number, unknown>>, Init<P, M>, `${string}/${string}`>>;
+
+export type SignalboardClient = Omit<Client<paths>, 'GET' | 'PUT' | 'POST' | 'DELETE' | 'PATCH'> & {
+  GET: StrictMethod<'get'>;
+  PUT: StrictMethod<'put'>;
+  POST: StrictMethod<'post'>;
+  DELETE: StrictMethod<'delete'>;
+  PATCH: StrictMethod<'patch'>;
+};
 
 export function createClient({ baseUrl, token, headers, retryOnRateLimit = 0, ...rest }: SignalboardClientOptions): SignalboardClient {
   const fetch = retryOnRateLimit > 0 ? retryingFetch(retryOnRateLimit, rest.fetch ?? globalThis.fetch) : rest.fetch;
@@ -63,7 +83,8 @@ export function createClient({ baseUrl, token, headers, retryOnRateLimit = 0, ..
       },
     });
   }
-  return client;
+  // The same client: only its call signatures are stricter (see StrictMethod).
+  return client as unknown as SignalboardClient;
 }
 
 /** Where to publish: the project's namespace and the feed's name, with the event itself. */
