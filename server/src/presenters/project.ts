@@ -3,7 +3,8 @@
  * only id, username, icon and role: never an email or anything secret.
  */
 import type { components } from '../../../sdk/src/generated/openapi.js';
-import type { Activity, Event, Insight, ProjectInvite, ProjectMember, User } from '../db/entities.js';
+import type { Event, Insight, ProjectInvite, ProjectMember, User } from '../db/entities.js';
+import type { ActivityRow } from '../domain/activity.js';
 import type { FeedRow, ProjectView } from '../domain/projects.js';
 import type { IconStore } from '../storage/icons.js';
 
@@ -69,7 +70,7 @@ export function presentInsight(insight: Insight): Schemas['Insight'] {
   };
 }
 
-export function presentActivity(activity: Activity, icons: IconUrls): Schemas['Activity'] {
+export function presentActivity(activity: ActivityRow, icons: IconUrls): Schemas['Activity'] {
   return {
     id: activity.id,
     type: activity.type,
