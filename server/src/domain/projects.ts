@@ -29,9 +29,12 @@ export type FeedRow = Pick<Feed, 'id' | 'name' | 'description' | 'emoji' | 'type
  * answer never changes them, and mapping a project's 45 of them into the identity map cost more CPU
  * than running the statements (BENCHMARKS.md). `id` is the project's, for pagination.
  */
-export interface ProjectView {
+export interface ProjectView extends ProjectContents {
   id: string;
   project: Project;
+}
+
+export interface ProjectContents {
   members: MemberRow[];
   feeds: FeedRow[];
 }
@@ -78,30 +81,27 @@ export async function createProject(
 
 /** A project by id, with what its answer shows; pass `refresh` after changing it in a transaction of its own. */
 export async function loadProject(em: EntityManager, id: string, options: { refresh?: boolean } = {}): Promise<ProjectView> {
-  return viewProject(em, await em.findOneOrFail(Project, { id }, { refresh: options.refresh ?? false }));
-}
-
-export async function viewProject(em: EntityManager, project: Project): Promise<ProjectView> {
-  return (await viewProjects(em, [project]))[0]!;
+  const [view] = await viewProjects(em, [await em.findOneOrFail(Project, { id }, { refresh: options.refresh ?? false })]);
+  return view!;
 }
 
 /**
  * The members (with their users, by joining time; the presenter puts the owner first) and feeds (by
- * creation) of `projects`, in one statement whatever the number of projects, members and feeds:
- * PostgreSQL aggregates each project's rows into JSON arrays, one row per project.
+ * creation) of the project aliased `p`, as two columns, `members` and `feeds`: PostgreSQL aggregates
+ * the rows into JSON arrays, so a project's contents come in its own row whatever their size.
  */
+export const PROJECT_CONTENTS = `
+  coalesce((select json_agg(json_build_object('id', u.id, 'username', u.username, 'icon', u.icon, 'role', m.role) order by m.created_at, m.id)
+            from project_members m join users u on u.id = m.user_id where m.project_id = p.id), '[]') as members,
+  coalesce((select json_agg(json_build_object('id', f.id, 'name', f.name, 'description', f.description, 'emoji', f.emoji, 'type', f.type) order by f.created_at, f.id)
+            from feeds f where f.project_id = p.id), '[]') as feeds`;
+
+/** What `projects` answers show, in one statement whatever the number of projects, members and feeds. */
 export async function viewProjects(em: EntityManager, projects: Project[]): Promise<ProjectView[]> {
   if (projects.length === 0) return [];
-  const rows = await query<{ id: string; members: MemberRow[]; feeds: FeedRow[] }>(
-    em,
-    `select p.id,
-       coalesce((select json_agg(json_build_object('id', u.id, 'username', u.username, 'icon', u.icon, 'role', m.role) order by m.created_at, m.id)
-                 from project_members m join users u on u.id = m.user_id where m.project_id = p.id), '[]') as members,
-       coalesce((select json_agg(json_build_object('id', f.id, 'name', f.name, 'description', f.description, 'emoji', f.emoji, 'type', f.type) order by f.created_at, f.id)
-                 from feeds f where f.project_id = p.id), '[]') as feeds
-     from unnest(?::uuid[]) as p(id)`,
-    [projects.map((project) => project.id)],
-  );
+  const rows = await query<{ id: string } & ProjectContents>(em, `select p.id, ${PROJECT_CONTENTS} from unnest(?::uuid[]) as p(id)`, [
+    projects.map((project) => project.id),
+  ]);
   const contents = new Map(rows.map((row) => [row.id, row]));
   return projects.map((project) => {
     const { members, feeds } = contents.get(project.id)!;

@@ -1,8 +1,8 @@
 import type { Handler } from '../http/handler-types.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
-import { createProject as create, deleteProject as remove, listProjects as list, updateProject as update, viewProject } from '../domain/projects.js';
+import { createProject as create, deleteProject as remove, listProjects as list, updateProject as update } from '../domain/projects.js';
 import { NotFound } from '../errors.js';
-import { authorize } from '../policies/project.js';
+import { authorize, authorizeView } from '../policies/project.js';
 import { presentProject } from '../presenters/project.js';
 
 export const createProject: Handler<'createProject'> = async ({ body, caller, em, services }) => {
@@ -17,8 +17,8 @@ export const listProjects: Handler<'listProjects'> = async ({ query, caller, em,
 };
 
 export const getProject: Handler<'getProject'> = async ({ params, caller, em, services }) => {
-  const { project } = await authorize(em, caller, params.namespace, 'project.read');
-  return { status: 200, data: presentProject(await viewProject(em, project), services.icons) };
+  const { view } = await authorizeView(em, caller, params.namespace, 'project.read');
+  return { status: 200, data: presentProject(view, services.icons) };
 };
 
 export const updateProject: Handler<'updateProject'> = async ({ params, body, caller, em, services }) => {

@@ -11,6 +11,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Project, ProjectInvite, ProjectMember } from '../db/entities.js';
 import type { Caller } from '../domain/credentials.js';
+import { PROJECT_CONTENTS, type ProjectContents, type ProjectView } from '../domain/projects.js';
 import { mapRow, query, selectColumns } from '../domain/rows.js';
 import { Forbidden, NotFound } from '../errors.js';
 
@@ -55,18 +56,19 @@ const projectNotFound = () => new NotFound('No project with this namespace.');
 
 /**
  * The project and the caller's role in it (none when not a member), in one hand-written statement:
- * every project route runs it (rows.ts says why not `findOne`).
+ * every project route runs it (rows.ts says why not `findOne`). With `contents`, the same statement
+ * also brings the project's members and feeds, for the routes that answer the whole project.
  */
-async function projectAndRole(em: EntityManager, caller: Caller, namespace: string) {
-  const [row] = await query<{ member_role: ProjectMember['role'] | null } & Record<string, unknown>>(
+async function projectAndRole(em: EntityManager, caller: Caller, namespace: string, contents: boolean) {
+  const [row] = await query<{ member_role: ProjectMember['role'] | null } & Partial<ProjectContents> & Record<string, unknown>>(
     em,
-    `select ${selectColumns(em, Project, 'p', 'p')}, m.role as member_role
+    `select ${selectColumns(em, Project, 'p', 'p')}, m.role as member_role${contents ? `, ${PROJECT_CONTENTS}` : ''}
      from projects p left join project_members m on m.project_id = p.id and m.user_id = ?
      where p.namespace = ?`,
     [caller.user.id, namespace],
   );
   if (!row) throw projectNotFound();
-  return { project: mapRow(em, Project, row, 'p'), role: row.member_role ?? undefined };
+  return { project: mapRow(em, Project, row, 'p'), role: row.member_role ?? undefined, members: row.members ?? [], feeds: row.feeds ?? [] };
 }
 
 /**
@@ -80,8 +82,26 @@ export async function authorize(
   action: ProjectAction,
   subject?: string,
 ): Promise<ProjectAccess> {
+  const { project, role } = await projectAndRole(em, caller, namespace, false);
+  return permit(em, caller, project, role, action, subject);
+}
+
+/** `authorize` for a route that answers the whole project: one statement brings it all. */
+export async function authorizeView(em: EntityManager, caller: Caller, namespace: string, action: ProjectAction): Promise<ProjectAccess & { view: ProjectView }> {
+  const { project, role, members, feeds } = await projectAndRole(em, caller, namespace, true);
+  const access = await permit(em, caller, project, role, action);
+  return { ...access, view: { id: project.id, project, members, feeds } };
+}
+
+async function permit(
+  em: EntityManager,
+  caller: Caller,
+  project: Project,
+  role: ProjectMember['role'] | undefined,
+  action: ProjectAction,
+  subject?: string,
+): Promise<ProjectAccess> {
   const rule: Rule = PROJECT_RULES[action];
-  const { project, role } = await projectAndRole(em, caller, namespace);
   const isSelf = subject !== undefined && subject.toLowerCase() === caller.user.username;
 
   if (rule === 'invitee' || rule === 'owner-or-invitee') {
