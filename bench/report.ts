@@ -35,6 +35,8 @@ export interface Results {
   seed: { counts: Record<string, number>; ms: number };
   scenarios: ScenarioResult[];
   stream?: { events: number; p50: number; p99: number; max: number; publishP50: number };
+  /** The project read and its baseline in alternating rounds: each pair's ratios, and their medians. */
+  interleaved?: { seconds: number; rounds: { baselineRps: number; serviceRps: number; rps: number; p99: number }[]; medianRps: number; medianP99: number };
   routing?: RoutingResult[];
   activityDepth?: { small: { records: number; depth: number; p50: number; rps: number }; huge: { records: number; depth: number; p50: number; rps: number }; ratio: number };
   signupBurst?: {
@@ -91,6 +93,12 @@ export function markdown(results: Results): string {
   if (results.activityDepth) {
     const a = results.activityDepth;
     lines.push(`- **Activity page vs log length**: page of 50 at depth ${a.small.depth} of ${a.small.records} records: ${a.small.rps} req/s, p50 ${fmt(a.small.p50, 2)} ms; at depth ${a.huge.depth} of ${a.huge.records}: ${a.huge.rps} req/s, p50 ${fmt(a.huge.p50, 2)} ms; cost ratio (throughput small / huge) ${a.ratio.toFixed(2)} (target ≤ 1.5).`);
+  }
+  if (results.interleaved) {
+    const r = results.interleaved;
+    lines.push(
+      `- **Project read against the Koa + pg baseline, interleaved** (${r.rounds.length} rounds of ${r.seconds} s each, baseline then service, so that a shared machine's drift falls on both): requests/s ratio ${r.rounds.map((x) => `${x.rps.toFixed(2)}×`).join(', ')}, median **${r.medianRps.toFixed(2)}×** (target ≥ 0.8×); p99 ratio ${r.rounds.map((x) => `${x.p99.toFixed(2)}×`).join(', ')}, median **${r.medianP99.toFixed(2)}×** (target ≤ 1.25×).`,
+    );
   }
   if (results.signupBurst) {
     const b = results.signupBurst;

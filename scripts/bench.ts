@@ -271,6 +271,7 @@ async function main(): Promise<void> {
       if (base) s.ratio = { rps: round(s.rps / base.rps), p99: round(s.p99 / base.p99) };
     }
 
+    if (wanted('project-read-interleaved')) results.interleaved = await interleaved(a, handWritten, projectRead);
     if (wanted('stream')) results.stream = await streamLatency(a, env, fixture, await login(fixture.stream.members[0]!), children);
     if (wanted('signup-burst')) results.signupBurst = await signupBurst(a, fixture);
     results.rss = { idleMiB: idleRss, peakMiB: Math.max(0, ...results.scenarios.filter((s) => !s.name.startsWith('baseline')).map((s) => s.rssMiB ?? 0)) };
@@ -463,6 +464,24 @@ async function coldStart(env: Record<string, string>): Promise<Results['coldStar
     rssMiB: round(median(rss), 0),
   };
   say(`Cold start: median ${result.median} ms (${result.runs.join(', ')}); ready line ${result.readyLogMedian} ms; node alone ${result.nodeOnlyMedian} ms; RSS at first answer ${result.rssMiB} MiB`);
+  return result;
+}
+
+/**
+ * The project read and its hand-written baseline in alternating rounds (baseline, service, baseline,
+ * …), after both were warmed up by their scenarios: drift of a shared machine (other processes,
+ * CPU steal) then falls on both sides of each ratio instead of on one scenario.
+ */
+async function interleaved(service: Child, baseline: Child, next: () => LoadRequest): Promise<Results['interleaved']> {
+  const rounds: NonNullable<Results['interleaved']>['rounds'] = [];
+  const roundSeconds = Math.max(1, Math.round(seconds / 2));
+  for (let i = 0; i < 5; i++) {
+    const base = await load(baseline.url, { connections, seconds: roundSeconds, next });
+    const ours = await load(service.url, { connections, seconds: roundSeconds, next });
+    rounds.push({ baselineRps: base.rps, serviceRps: ours.rps, rps: round(ours.rps / base.rps), p99: round(ours.p99 / base.p99) });
+  }
+  const result = { seconds: roundSeconds, rounds, medianRps: median(rounds.map((r) => r.rps)), medianP99: median(rounds.map((r) => r.p99)) };
+  say(`Project read vs baseline, interleaved: ${rounds.map((r) => `${r.rps}× (p99 ${r.p99}×)`).join(', ')}; median ${result.medianRps}×, p99 ${result.medianP99}×`);
   return result;
 }
 
