@@ -1,11 +1,13 @@
 /**
- * Hand-written SQL for the statements every request runs (the credential behind a token, a project's
- * members and feeds), mapped into the request's entity manager as ordinary managed entities.
+ * Hand-written SQL for the statements every request runs: the credential behind a token, the
+ * project a route names with the caller's membership (policies/project.ts), a project's members and
+ * feeds, an activity page.
  *
  * MikroORM spends about 1–3 ms of CPU building, compiling and hydrating each `find` (profiled in
- * BENCHMARKS.md), several times the cost of the statement itself. For these few hot statements the
- * SQL is written here, and `em.map` turns each row into the same managed entity `find` would have
- * made, merged into the identity map: the rest of the request cannot tell the difference.
+ * BENCHMARKS.md), several times the cost of the statement itself. These few hot statements are
+ * written by hand, with the helpers here. Rows the request may change (the caller, the project) become the same
+ * managed entity `find` would have made, merged into the identity map (`mapRow`); rows an answer
+ * only shows stay plain values (domain/projects.ts, domain/activity.ts).
  *
  * Column lists come from the entity metadata, so a column added to an entity is selected here too.
  */
@@ -30,7 +32,7 @@ export function selectColumns<T extends object>(em: EntityManager, entity: Entit
 }
 
 /** The columns of `row` selected with `prefix`, by their own names: the raw data `em.map` takes. */
-export function columnsOfPrefix<T extends object>(em: EntityManager, entity: EntityName<T>, row: Record<string, unknown>, prefix: string): Record<string, unknown> {
+function columnsOfPrefix<T extends object>(em: EntityManager, entity: EntityName<T>, row: Record<string, unknown>, prefix: string): Record<string, unknown> {
   const data: Record<string, unknown> = {};
   for (const column of columns(em, entity)) data[column] = row[`${prefix}__${column}`];
   return data;
