@@ -106,12 +106,21 @@ export function buildService(): number {
   return performance.now() - started;
 }
 
-/** The service as `npm start` runs it after the build: `node dist/server/src/main.js`. */
+/** The node options of `npm start` (package.json `scripts.start`), so the bench runs exactly what users run. */
+function startOptions(): string[] {
+  const start = (JSON.parse(readFileSync(path.join(serviceRoot, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  return start.split(/\s+/).filter((token) => token.startsWith('--'));
+}
+
+/** What the bench starts, for the report. */
+export const serviceCommand = (): string => ['node', ...startOptions(), 'dist/server/src/main.js'].join(' ');
+
+/** The service as `npm start` runs it after the build: `node <its options> dist/server/src/main.js`; `extraNodeArgs` come after, so they win. */
 export async function startService(name: string, env: Record<string, string>, logFile: string, extraNodeArgs: string[] = []): Promise<Child> {
   const port = await freePort();
   return startChild({
     name,
-    nodeArgs: extraNodeArgs,
+    nodeArgs: [...startOptions(), ...extraNodeArgs],
     args: ['dist/server/src/main.js'],
     env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
     port,

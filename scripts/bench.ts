@@ -3,7 +3,7 @@
  *
  * Creates a fresh database `sb_bench_<ts>` on the server DATABASE_URL names (default
  * postgres://postgres@127.0.0.1:5432/postgres, used as the admin URL only), starts the service as
- * users run it (`npm run build`, then `node dist/server/src/main.js`, migrations on start), seeds it with direct
+ * users run it (`npm run build`, then node with `npm start`'s options, migrations on start), seeds it with direct
  * SQL, opens sessions through the real login route, and drives it with autocannon. In the same run,
  * two baselines on the same port layout: a bare Koa JSON route and a hand-written Koa + pg project
  * read. Prints every figure, writes bench/results.json and the table in BENCHMARKS.md, and drops the
@@ -14,6 +14,8 @@
  *   --section NAME   which table of BENCHMARKS.md to write (default `current`; `before` for a run before changes)
  *   --only a,b       run only these scenarios (names as printed); implies --no-write
  *   --profile        run instance A with `--cpu-prof` (profiles in the run's temporary folder, printed)
+ *   --node-args "…"  extra node options for instance A only, e.g. "--max-old-space-size=256" (a V8
+ *                    setting a deployment might use); an experiment: implies --no-write
  *   --no-write       print only
  *   --keep-db        do not drop the database
  *   --render         rewrite BENCHMARKS.md's tables from bench/results*.json, without running anything
@@ -27,7 +29,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { createBenchDatabase, seed, type Fixture } from '../bench/seed.js';
 import { load, percentile, probe, type LoadRequest, type LoadResult } from '../bench/load.js';
-import { buildService, root, rssMiB, sampleRss, setServiceRoot, startBaseline, startChild, startService, freePort, type Child } from '../bench/processes.js';
+import { buildService, root, serviceCommand, rssMiB, sampleRss, setServiceRoot, startBaseline, startChild, startService, freePort, type Child } from '../bench/processes.js';
 import { measureRouting } from '../bench/routing.js';
 import { writeResults, type Results, type ScenarioResult } from '../bench/report.js';
 
@@ -40,6 +42,7 @@ const { values: args } = parseArgs({
     only: { type: 'string' },
     profile: { type: 'boolean', default: false },
     'no-write': { type: 'boolean', default: false },
+    'node-args': { type: 'string' },
     'keep-db': { type: 'boolean', default: false },
     'service-root': { type: 'string' },
     render: { type: 'boolean', default: false },
@@ -51,7 +54,7 @@ const warmup = Number(args.warmup);
 const connections = Number(args.connections);
 const only = args.only ? new Set(args.only.split(',')) : undefined;
 const wanted = (name: string) => !only || only.has(name);
-const write = !args['no-write'] && !only;
+const write = !args['no-write'] && !only && !args['node-args'];
 
 const adminUrl = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 /** Logs of every process of the run (kept), and their data folders (removed at the end). */
@@ -128,9 +131,11 @@ async function main(): Promise<void> {
       DATA_DIR: path.join(outDir, 'data'),
     };
     const profileArgs = args.profile ? [`--cpu-prof`, `--cpu-prof-dir=${path.join(outDir, 'profiles')}`] : [];
+    const nodeArgs = args['node-args']?.split(/\s+/).filter(Boolean) ?? [];
+    if (nodeArgs.length > 0) say(`Instance A runs with: node ${nodeArgs.join(' ')}`);
     if (args.profile) say(`CPU profiles of instance A: ${path.join(outDir, 'profiles')} (summarise with: npx tsx bench/profile-summary.ts <file> 40 --last <seconds>)`);
     say(`Built the service (npm run build) in ${(buildService() / 1000).toFixed(1)} s`);
-    const a = await startService('A', env, log('service-a'), profileArgs);
+    const a = await startService('A', env, log('service-a'), [...nodeArgs, ...profileArgs]);
     children.push(a);
     say(`Instance A at ${a.url} (started in ${a.startMs.toFixed(0)} ms, migrations included)`);
 
@@ -425,7 +430,7 @@ async function signupBurst(a: Child, fixture: Fixture): Promise<Results['signupB
 
 /**
  * Spawn → first answer to GET /v1, on the migrated bench database, nothing else running, as
- * `npm start` runs the service once built (`node dist/server/src/main.js`), with plain node's own
+ * `npm start` runs the service once built (`serviceCommand()`), with plain node's own
  * start-up beside it.
  */
 async function coldStart(env: Record<string, string>): Promise<Results['coldStart']> {
@@ -456,7 +461,7 @@ async function coldStart(env: Record<string, string>): Promise<Results['coldStar
     await child.stop();
   }
   const result: NonNullable<Results['coldStart']> = {
-    command: 'node dist/server/src/main.js',
+    command: serviceCommand(),
     runs: runs.map((n) => round(n, 0)),
     median: round(median(runs), 0),
     readyLogMedian: ready.length ? median(ready) : NaN,
