@@ -15,7 +15,6 @@ import type { SubscriptionCanceller } from '../domain/projects.js';
 import { BillingUnavailable, InvalidRequest, Unavailable } from '../errors.js';
 import type { Logger } from '../logger.js';
 
-
 /** Per attempt. Stripe answers a cancel in well under a second; 5 s of silence means trouble. */
 export const STRIPE_TIMEOUT_MS = 5_000;
 /** One retry: enough for a dropped connection or a one-off 5xx, short enough for a user waiting on a delete. */

@@ -26,9 +26,17 @@ function columns<T extends object>(em: EntityManager, entity: EntityName<T>): st
   return list;
 }
 
-/** `alias."col" as "prefix__col", …` for every column of `entity`. */
+const selectLists = new Map<string, string>();
+
+/** `alias."col" as "prefix__col", …` for every column of `entity`, built once per entity, alias and prefix (hot path). */
 export function selectColumns<T extends object>(em: EntityManager, entity: EntityName<T>, alias: string, prefix: string): string {
-  return columns(em, entity).map((column) => `${alias}."${column}" as "${prefix}__${column}"`).join(', ');
+  const key = `${em.getMetadata(entity).className}\u0000${alias}\u0000${prefix}`;
+  let list = selectLists.get(key);
+  if (list === undefined) {
+    list = columns(em, entity).map((column) => `${alias}."${column}" as "${prefix}__${column}"`).join(', ');
+    selectLists.set(key, list);
+  }
+  return list;
 }
 
 /** The columns of `row` selected with `prefix`, by their own names: the raw data `em.map` takes. */
@@ -48,10 +56,10 @@ export function mapRow<T extends object>(em: EntityManager, entity: EntityName<T
 }
 
 /**
- * Runs `sql` (knex bindings: `?`; an array is one parameter, e.g. `?::uuid[]`) on the request's connection, or its
- * transaction if one is open. Through knex with the values as bindings, so PostgreSQL gets them as
- * parameters (extended protocol); MikroORM's own `execute` inlines them into the SQL text first,
- * which costs a formatting pass per statement.
+ * Runs `sql` (knex bindings: `?`; an array is one parameter, e.g. `?::uuid[]`) on the request's
+ * connection, or its transaction if one is open. Through knex with the values as bindings, so
+ * PostgreSQL gets them as parameters (extended protocol); MikroORM's own `execute` inlines them into
+ * the SQL text first, which costs a formatting pass per statement.
  */
 export async function query<T = Record<string, unknown>>(em: EntityManager, sql: string, params: unknown[]): Promise<T[]> {
   const statement = em.getConnection().getKnex().raw(sql, params as never);
