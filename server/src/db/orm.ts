@@ -6,6 +6,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { entities } from './entities.js';
 import { lockDataDir } from './lock.js';
+import { usePreparedStatements } from './sql.js';
 
 export type { MikroORM };
 
@@ -110,6 +111,7 @@ export async function openDatabase(config: Config, logger: Logger, opts: { migra
       kind = 'postgresql';
       orm = await MikroORM.init(ormOptions(config.databaseUrl, logger, undefined));
       cleanups.push(() => orm.close());
+      usePreparedStatements(orm);
       description = `PostgreSQL ${await serverVersion(orm)} at ${describeUrl(config.databaseUrl)}`;
     } else {
       kind = 'embedded';

@@ -8,7 +8,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiToken, Session, User } from '../db/entities.js';
 import { NotFound } from '../errors.js';
 import { findPage, type PageRequest } from './pagination.js';
-import { mapRow, query, selectColumns } from './rows.js';
+import { query } from '../db/sql.js';
+import { mapRow, selectColumns } from './rows.js';
 
 const SESSION_IDLE_DAYS = 30;
 const DAY_MS = 24 * 60 * 60 * 1000;

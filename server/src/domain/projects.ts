@@ -10,7 +10,7 @@ import type { IconStore } from '../storage/icons.js';
 import { recordActivity } from './activity.js';
 import type { WebhookVerifier } from './billing.js';
 import { findPage, type PageRequest } from './pagination.js';
-import { query } from './rows.js';
+import { query } from '../db/sql.js';
 import { conflictOn } from './unique.js';
 
 /** A member as a project's answer shows it. */

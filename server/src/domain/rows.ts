@@ -5,7 +5,7 @@
  *
  * MikroORM spends about 1–3 ms of CPU building, compiling and hydrating each `find` (profiled in
  * BENCHMARKS.md), several times the cost of the statement itself. These few hot statements are
- * written by hand, with the helpers here. Rows the request may change (the caller, the project)
+ * written by hand (run by db/sql.ts), with the helpers here. Rows the request may change (the caller, the project)
  * become the same managed entity `find` would have made, merged into the identity map (`mapRow`);
  * rows an answer only shows stay plain values (domain/projects.ts, domain/activity.ts).
  *
@@ -53,17 +53,4 @@ function columnsOfPrefix<T extends object>(em: EntityManager, entity: EntityName
 export function mapRow<T extends object>(em: EntityManager, entity: EntityName<T>, row: Record<string, unknown>, prefix: string): T {
   const data = em.getDriver().mapResult(columnsOfPrefix(em, entity, row, prefix) as never, em.getMetadata(entity));
   return em.merge(entity, data as never, { convertCustomTypes: true, refresh: true, cascade: false, validate: false });
-}
-
-/**
- * Runs `sql` (knex bindings: `?`; an array is one parameter, e.g. `?::uuid[]`) on the request's
- * connection, or its transaction if one is open. Through knex with the values as bindings, so
- * PostgreSQL gets them as parameters (extended protocol); MikroORM's own `execute` inlines them into
- * the SQL text first, which costs a formatting pass per statement.
- */
-export async function query<T = Record<string, unknown>>(em: EntityManager, sql: string, params: unknown[]): Promise<T[]> {
-  const statement = em.getConnection().getKnex().raw(sql, params as never);
-  const transaction = em.getTransactionContext();
-  if (transaction) statement.transacting(transaction);
-  return ((await statement) as { rows: T[] }).rows;
 }

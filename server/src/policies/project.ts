@@ -12,7 +12,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { Project, ProjectInvite, ProjectMember } from '../db/entities.js';
 import type { Caller } from '../domain/credentials.js';
 import { PROJECT_CONTENTS, type ProjectContents, type ProjectView } from '../domain/projects.js';
-import { mapRow, query, selectColumns } from '../domain/rows.js';
+import { query } from '../db/sql.js';
+import { mapRow, selectColumns } from '../domain/rows.js';
 import { Forbidden, NotFound } from '../errors.js';
 
 /** Who may act: any member; the owner alone; the owner or the member the route names (leaving);
