@@ -35,19 +35,23 @@ export interface ActivityRow {
   actor: { id: string; username: string; icon: string | null } | null;
 }
 
+// to_json: the time as ISO 8601, whatever text format the connection's type parsers leave it in.
+const activityPage = (cursor: string) => `select a.id, a.type, a.data, to_json(a.created_at) #>> '{}' as created_at, u.id as actor_id, u.username as actor_username, u.icon as actor_icon
+  from activity a left join users u on u.id = a.actor_id
+  where a.project_id = ?${cursor} order by a.id desc limit ?`;
+const ACTIVITY_FIRST = activityPage('');
+const ACTIVITY_BELOW = activityPage(' and a.id < ?');
+
 /**
  * A page of the log, newest first, each record with its actor: one hand-written statement (rows.ts)
  * walking the (project_id, id) index from the cursor, so a page costs the same at any depth.
  */
-export async function listActivity(em: EntityManager, project: Project, page: PageRequest): Promise<ActivityRow[]> {
+export async function listActivity(em: EntityManager, projectId: string, page: PageRequest): Promise<ActivityRow[]> {
   const below = decodeCursor(page.cursor);
   const rows = await query<{ id: string; type: string; data: Record<string, unknown>; created_at: string; actor_id: string | null; actor_username: string; actor_icon: string | null }>(
     em,
-    // to_json: the time as ISO 8601, whatever text format the connection's type parsers leave it in.
-    `select a.id, a.type, a.data, to_json(a.created_at) #>> '{}' as created_at, u.id as actor_id, u.username as actor_username, u.icon as actor_icon
-     from activity a left join users u on u.id = a.actor_id
-     where a.project_id = ?${below ? ' and a.id < ?' : ''} order by a.id desc limit ?`,
-    below ? [project.id, below, page.limit + 1] : [project.id, page.limit + 1],
+    below ? ACTIVITY_BELOW : ACTIVITY_FIRST,
+    below ? [projectId, below, page.limit + 1] : [projectId, page.limit + 1],
   );
   return rows.map((row) => ({
     id: row.id,

@@ -9,7 +9,7 @@ import { ApiToken, Session, User } from '../db/entities.js';
 import { NotFound } from '../errors.js';
 import { findPage, type PageRequest } from './pagination.js';
 import { query } from '../db/sql.js';
-import { mapRow, selectColumns } from './rows.js';
+import { mapRow, selectColumns, sqlOnce } from './rows.js';
 
 const SESSION_IDLE_DAYS = 30;
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -19,7 +19,13 @@ const TOUCH_INTERVAL_MS = 60 * 1000;
 export type CredentialKind = 'session' | 'api';
 
 export interface Caller {
-  user: User;
+  /**
+   * The caller's account, a managed entity of the request's entity manager, mapped on first use:
+   * a request that needs only the id or the username (every read) never pays for the mapping.
+   */
+  readonly user: User;
+  userId: string;
+  username: string;
   kind: CredentialKind;
   /** The session's or API token's id. */
   credentialId: string;
@@ -68,14 +74,15 @@ export async function resolveToken(em: EntityManager, token: string): Promise<Ca
   const tokenHash = hashSecret(token);
   const table = kind === 'session' ? 'sessions' : 'api_tokens';
   // Timestamps arrive as text: MikroORM's driver leaves their parsing to the entity mapping.
-  const [row] = await query<{ credential_id: string; expires_at: string | null; last_used_at: string | null } & Record<string, unknown>>(
-    em,
+  const sql = sqlOnce(`credential:${table}`, () =>
     `select c.id as credential_id, c.expires_at, c.last_used_at, ${selectColumns(em, User, 'u', 'u')}
-     from ${table} c join users u on u.id = c.user_id where c.token_hash = ?`,
+     from ${table} c join users u on u.id = c.user_id where c.token_hash = ?`);
+  const [row] = await query<{ credential_id: string; expires_at: string | null; last_used_at: string | null; u__id: string; u__username: string } & Record<string, unknown>>(
+    em,
+    sql,
     [tokenHash],
   );
   if (!row || (row.expires_at !== null && new Date(row.expires_at) <= now)) return undefined;
-  const user = mapRow(em, User, row, 'u');
 
   if (now.getTime() - (row.last_used_at === null ? 0 : new Date(row.last_used_at).getTime()) > TOUCH_INTERVAL_MS) {
     if (kind === 'session') {
@@ -84,7 +91,16 @@ export async function resolveToken(em: EntityManager, token: string): Promise<Ca
       await em.nativeUpdate(ApiToken, { id: row.credential_id }, { lastUsedAt: now });
     }
   }
-  return { user, kind, credentialId: row.credential_id };
+  let user: User | undefined;
+  return {
+    get user() {
+      return (user ??= mapRow(em, User, row, 'u'));
+    },
+    userId: row.u__id,
+    username: row.u__username,
+    kind,
+    credentialId: row.credential_id,
+  };
 }
 
 /** Whether a caller's credential still exists and has not expired (logout and revocation end it). */

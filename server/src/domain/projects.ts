@@ -31,8 +31,11 @@ export type FeedRow = Pick<Feed, 'id' | 'name' | 'description' | 'emoji' | 'type
  */
 export interface ProjectView extends ProjectContents {
   id: string;
-  project: Project;
+  project: ProjectFields;
 }
+
+/** A project's own fields an answer shows: a managed entity, or a plain row (policies/project.ts). */
+export type ProjectFields = Pick<Project, 'id' | 'namespace' | 'name' | 'icon' | 'tier' | 'billingId' | 'createdAt'>;
 
 export interface ProjectContents {
   members: MemberRow[];

@@ -11,7 +11,7 @@
  *
  * Column lists come from the entity metadata, so a column added to an entity is selected here too.
  */
-import type { EntityManager, EntityName } from '@mikro-orm/postgresql';
+import { wrap, type EntityManager, type EntityName } from '@mikro-orm/postgresql';
 
 const columnLists = new Map<string, string[]>();
 
@@ -49,8 +49,52 @@ function columnsOfPrefix<T extends object>(em: EntityManager, entity: EntityName
 /**
  * The managed entity for the `prefix`-ed columns of `row`: what `em.map` does, without cascading
  * the merge over relations or re-validating what the database just returned (a quarter cheaper).
+ * An entity the request already holds, loaded, wins over the row, so that mapping late (a caller's
+ * account is mapped on first use, credentials.ts) never overwrites a change not yet flushed; a
+ * reference the request holds (another entity's relation to it) is filled in from the row.
  */
 export function mapRow<T extends object>(em: EntityManager, entity: EntityName<T>, row: Record<string, unknown>, prefix: string): T {
-  const data = em.getDriver().mapResult(columnsOfPrefix(em, entity, row, prefix) as never, em.getMetadata(entity));
+  const meta = em.getMetadata(entity);
+  const held = em.getUnitOfWork().getById<T>(meta.className, row[`${prefix}__id`] as never);
+  if (held && wrap(held).isInitialized()) return held;
+  const data = em.getDriver().mapResult(columnsOfPrefix(em, entity, row, prefix) as never, meta);
   return em.merge(entity, data as never, { convertCustomTypes: true, refresh: true, cascade: false, validate: false });
+}
+
+const plainProps = new Map<string, { prop: string; column: string; date: boolean }[]>();
+
+/**
+ * The `prefix`-ed columns of `row` as a plain object of the entity's properties, timestamps parsed:
+ * for a row an answer only shows, where a managed entity would cost more than the statement.
+ */
+export function plainRow<T extends object>(em: EntityManager, entity: EntityName<T>, row: Record<string, unknown>, prefix: string): Record<string, unknown> {
+  const meta = em.getMetadata(entity);
+  let props = plainProps.get(meta.className);
+  if (!props) {
+    props = meta.props
+      .filter((prop) => prop.persist !== false && prop.fieldNames?.length === 1 && !prop.targetMeta)
+      .map((prop) => ({ prop: prop.name, column: prop.fieldNames[0]!, date: prop.runtimeType === 'Date' }));
+    plainProps.set(meta.className, props);
+  }
+  const plain: Record<string, unknown> = {};
+  for (const { prop, column, date } of props) {
+    const value = row[`${prefix}__${column}`];
+    plain[prop] = date && typeof value === 'string' ? new Date(value) : value;
+  }
+  return plain;
+}
+
+const texts = new Map<string, string>();
+
+/**
+ * A hot statement's SQL, built once by `build` (column lists need the ORM's metadata, so not at
+ * import) and then the same string each time, which db/sql.ts looks up without rehashing it.
+ */
+export function sqlOnce(key: string, build: () => string): string {
+  let text = texts.get(key);
+  if (text === undefined) {
+    text = build();
+    texts.set(key, text);
+  }
+  return text;
 }

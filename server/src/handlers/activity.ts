@@ -5,7 +5,7 @@ import { authorize } from '../policies/project.js';
 import { presentActivity } from '../presenters/project.js';
 
 export const listActivity: Handler<'listActivity'> = async ({ params, query, caller, em, services }) => {
-  const { project } = await authorize(em, caller, params.namespace, 'activity.list');
+  const { projectId } = await authorize(em, caller, params.namespace, 'activity.list');
   const page = pageRequest(query);
-  return { status: 200, data: toPage(await list(em, project, page), page.limit, (entry) => presentActivity(entry, services.icons)) };
+  return { status: 200, data: toPage(await list(em, projectId, page), page.limit, (entry) => presentActivity(entry, services.icons)) };
 };

@@ -11,9 +11,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Project, ProjectInvite, ProjectMember } from '../db/entities.js';
 import type { Caller } from '../domain/credentials.js';
-import { PROJECT_CONTENTS, type ProjectContents, type ProjectView } from '../domain/projects.js';
+import { PROJECT_CONTENTS, type ProjectContents, type ProjectFields, type ProjectView } from '../domain/projects.js';
 import { query } from '../db/sql.js';
-import { mapRow, selectColumns } from '../domain/rows.js';
+import { mapRow, plainRow, selectColumns, sqlOnce } from '../domain/rows.js';
 import { Forbidden, NotFound } from '../errors.js';
 
 /** Who may act: any member; the owner alone; the owner or the member the route names (leaving);
@@ -46,30 +46,33 @@ export const PROJECT_RULES = {
 export type ProjectAction = keyof typeof PROJECT_RULES;
 
 export interface ProjectAccess {
-  project: Project;
+  /** The project as a managed entity, mapped on first use (a read that only shows it never maps it). */
+  readonly project: Project;
+  projectId: string;
   /** The caller's role, or undefined for an invitee acting on its own invite. */
   role: ProjectMember['role'] | undefined;
   /** The caller's pending invite, loaded for the invitee's own invite routes. */
   invite: ProjectInvite | undefined;
 }
 
+type ProjectRow = { member_role: ProjectMember['role'] | null; p__id: string } & Partial<ProjectContents> & Record<string, unknown>;
+
 const projectNotFound = () => new NotFound('No project with this namespace.');
 
 /**
- * The project and the caller's role in it (none when not a member), in one hand-written statement:
- * every project route runs it (rows.ts says why not `findOne`). With `contents`, the same statement
- * also brings the project's members and feeds, for the routes that answer the whole project.
+ * The project row and the caller's role in it (none when not a member), in one hand-written
+ * statement: every project route runs it (rows.ts says why not `findOne`). With `contents`, the
+ * same statement also brings the project's members and feeds, for the routes that answer the whole
+ * project.
  */
-async function projectAndRole(em: EntityManager, caller: Caller, namespace: string, contents: boolean) {
-  const [row] = await query<{ member_role: ProjectMember['role'] | null } & Partial<ProjectContents> & Record<string, unknown>>(
-    em,
+async function projectRow(em: EntityManager, caller: Caller, namespace: string, contents: boolean): Promise<ProjectRow> {
+  const sql = sqlOnce(contents ? 'project:contents' : 'project', () =>
     `select ${selectColumns(em, Project, 'p', 'p')}, m.role as member_role${contents ? `, ${PROJECT_CONTENTS}` : ''}
      from projects p left join project_members m on m.project_id = p.id and m.user_id = ?
-     where p.namespace = ?`,
-    [caller.user.id, namespace],
-  );
+     where p.namespace = ?`);
+  const [row] = await query<ProjectRow>(em, sql, [caller.userId, namespace]);
   if (!row) throw projectNotFound();
-  return { project: mapRow(em, Project, row, 'p'), role: row.member_role ?? undefined, members: row.members ?? [], feeds: row.feeds ?? [] };
+  return row;
 }
 
 /**
@@ -83,36 +86,38 @@ export async function authorize(
   action: ProjectAction,
   subject?: string,
 ): Promise<ProjectAccess> {
-  const { project, role } = await projectAndRole(em, caller, namespace, false);
-  return permit(em, caller, project, role, action, subject);
+  return permit(em, caller, await projectRow(em, caller, namespace, false), action, subject);
 }
 
-/** `authorize` for a route that answers the whole project: one statement brings it all. */
+/** `authorize` for a route that answers the whole project: one statement brings it all, as plain rows. */
 export async function authorizeView(em: EntityManager, caller: Caller, namespace: string, action: ProjectAction): Promise<ProjectAccess & { view: ProjectView }> {
-  const { project, role, members, feeds } = await projectAndRole(em, caller, namespace, true);
-  const access = await permit(em, caller, project, role, action);
-  return { ...access, view: { id: project.id, project, members, feeds } };
+  const row = await projectRow(em, caller, namespace, true);
+  const access = await permit(em, caller, row, action);
+  return { ...access, view: { id: row.p__id, project: plainRow(em, Project, row, 'p') as ProjectFields, members: row.members ?? [], feeds: row.feeds ?? [] } };
 }
 
-async function permit(
-  em: EntityManager,
-  caller: Caller,
-  project: Project,
-  role: ProjectMember['role'] | undefined,
-  action: ProjectAction,
-  subject?: string,
-): Promise<ProjectAccess> {
+async function permit(em: EntityManager, caller: Caller, row: ProjectRow, action: ProjectAction, subject?: string): Promise<ProjectAccess> {
   const rule: Rule = PROJECT_RULES[action];
-  const isSelf = subject !== undefined && subject.toLowerCase() === caller.user.username;
+  const role = row.member_role ?? undefined;
+  const isSelf = subject !== undefined && subject.toLowerCase() === caller.username;
+  let project: Project | undefined;
+  const access = (invite?: ProjectInvite): ProjectAccess => ({
+    get project() {
+      return (project ??= mapRow(em, Project, row, 'p'));
+    },
+    projectId: row.p__id,
+    role,
+    invite,
+  });
 
   if (rule === 'invitee' || rule === 'owner-or-invitee') {
-    const invite = isSelf ? (await em.findOne(ProjectInvite, { project, user: caller.user })) ?? undefined : undefined;
-    if (invite) return { project, role, invite };
+    const invite = isSelf ? (await em.findOne(ProjectInvite, { project: row.p__id, user: caller.userId })) ?? undefined : undefined;
+    if (invite) return access(invite);
     if (!role) throw projectNotFound();
     if (isSelf) throw new NotFound('You have no pending invite to this project.');
     if (rule === 'invitee') throw new Forbidden('forbidden', 'Only the invited user can accept an invite.');
     if (role !== 'owner') throw new Forbidden('not_owner', "Only the project's owner can revoke another user's invite.");
-    return { project, role, invite: undefined };
+    return access();
   }
 
   if (!role) throw projectNotFound();
@@ -120,7 +125,7 @@ async function permit(
   if (rule === 'owner-or-self' && role !== 'owner' && !isSelf) {
     throw new Forbidden('not_owner', "Only the project's owner can remove another member.");
   }
-  return { project, role, invite: undefined };
+  return access();
 }
 
 /** Whether a user is still a member, for long-lived answers (event streams) that outlast their check. */
