@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { createInviteCode } from '../server/src/domain/invite-codes.js';
+import { censorSecrets, createLogger } from '../server/src/logger.js';
 import { http, secret, sql, startExtraServer, uniqueName } from './support/harness.js';
 import type { RunningServer } from '../server/src/server.js';
 
@@ -128,5 +129,35 @@ describe('security headers and CORS', () => {
     } finally {
       await server.close();
     }
+  });
+});
+
+describe('the process logger', () => {
+  /** What `createLogger` writes for one `info(object)` call, parsed. */
+  function logged(object: Record<string, unknown>): Record<string, any> {
+    const lines: string[] = [];
+    const logger = createLogger('info', 'json', { write: (line: string) => lines.push(line) });
+    logger.info(object, 'line');
+    expect(lines).to.have.length(1);
+    return JSON.parse(lines[0]!);
+  }
+
+  it('censors secrets one level into what it is given: header maps, bodies, and keys named like credentials', () => {
+    const body = { login: 'alice', password: 'hunter2-secret', code: 'INVITE-123' };
+    const headers = { authorization: 'Bearer ses_abc', 'user-agent': 'curl' };
+    const line = logged({ req: { headers, token: 'api_xyz' }, body, headers: { authorization: 'Token api_xyz' }, step: 'sign-up' });
+    expect(line.req).to.deep.equal({ headers: { authorization: '[redacted]', 'user-agent': 'curl' }, token: '[redacted]' });
+    expect(line.body).to.deep.equal({ login: 'alice', password: '[redacted]', code: '[redacted]' });
+    expect(line.headers).to.deep.equal({ authorization: '[redacted]' });
+    expect(line.step).to.equal('sign-up');
+    // What the caller logged is left as it was.
+    expect(body.password).to.equal('hunter2-secret');
+    expect(headers.authorization).to.equal('Bearer ses_abc');
+  });
+
+  it('passes a line with nothing to censor through unchanged', () => {
+    const request = { method: 'GET', path: '/v1/projects/acme', operationId: 'getProject', status: 200, ms: 1.5 };
+    expect(censorSecrets(request)).to.equal(request);
+    expect(logged(request)).to.include(request);
   });
 });

@@ -93,7 +93,8 @@ export async function authorize(
 export async function authorizeView(em: EntityManager, caller: Caller, namespace: string, action: ProjectAction): Promise<ProjectAccess & { view: ProjectView }> {
   const row = await projectRow(em, caller, namespace, true);
   const access = await permit(em, caller, row, action);
-  return { ...access, view: { id: row.p__id, project: plainRow(em, Project, row, 'p') as ProjectFields, members: row.members ?? [], feeds: row.feeds ?? [] } };
+  // Assigned, not spread: a spread would read the lazy `project` and map it.
+  return Object.assign(access, { view: { id: row.p__id, project: plainRow(em, Project, row, 'p') as ProjectFields, members: row.members ?? [], feeds: row.feeds ?? [] } });
 }
 
 async function permit(em: EntityManager, caller: Caller, row: ProjectRow, action: ProjectAction, subject?: string): Promise<ProjectAccess> {
