@@ -8,6 +8,7 @@
 import { OpenAPIBackend, type Document, type Operation } from 'openapi-backend';
 import addFormatsModule from 'ajv-formats';
 import generated from '../../../spec/generated/openapi.json' with { type: 'json' };
+import type { ErrorObject } from 'ajv';
 import type { ErrorDetail } from '../errors.js';
 import { MethodNotAllowed, NotFound } from '../errors.js';
 
@@ -64,8 +65,6 @@ export interface RouteMatch {
 }
 
 export interface ValidationInput {
-  method: string;
-  path: string;
   headers: Record<string, string | string[] | undefined>;
   query: Record<string, string | string[] | undefined>;
   body: unknown;
@@ -244,11 +243,16 @@ export class Contract {
    */
   validate(op: ContractOperation, input: ValidationInput, params: Record<string, string>):
     { ok: true; query: Record<string, unknown>; params: Record<string, unknown> } | { ok: false; details: ErrorDetail[] } {
-    const result = this.api.validator.validateRequest({ ...input, params } as never, op.operation);
-    if (result.valid) {
-      return { ok: true, query: (result.coerced?.query ?? {}) as Record<string, unknown>, params: (result.coerced?.params ?? params) as Record<string, unknown> };
+    // openapi-backend's compiled validators, called on what `match` and the body reader already
+    // parsed: its `validateRequest` would parse the request again (path template, query, headers,
+    // cookies) on every call. Coercion and defaults change these copies in place.
+    const parameters = { path: { ...params }, query: { ...input.query }, header: { ...input.headers }, cookie: {}, requestBody: input.body };
+    const errors: ErrorObject[] = [];
+    for (const validator of this.api.validator.getRequestValidatorsForOperation(op.operationId)) {
+      if (!validator(parameters)) errors.push(...(validator.errors ?? []));
     }
-    const details = (result.errors ?? []).map((error): ErrorDetail => {
+    if (errors.length === 0) return { ok: true, query: parameters.query, params: parameters.path };
+    const details = errors.map((error): ErrorDetail => {
       const where = error.instancePath.replace(/^\/requestBody/, '/body').replace(/^\/header\//, '/headers/');
       const params = error.params as { additionalProperty?: string; missingProperty?: string };
       if (error.keyword === 'additionalProperties') return { path: `${where}/${params.additionalProperty}`, message: 'is not a field of this request' };

@@ -29,7 +29,7 @@ export function dispatch(contract: Contract, handlers: Handlers, services: Servi
 
     const checked = contract.validate(
       op,
-      { method: op.method, path: ctx.path, headers: ctx.headers, query: ctx.query, body },
+      { headers: ctx.headers, query: ctx.query, body },
       params,
     );
     if (!checked.ok) {
