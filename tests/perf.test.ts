@@ -3,11 +3,12 @@
  * a project read runs the same number of SQL statements whatever the project's size, and bcrypt
  * runs on worker threads with the same results as on the event loop.
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import bcrypt from 'bcryptjs';
 import pg from 'pg';
 import { v7 } from 'uuid';
-import { PasswordPool } from '../server/src/domain/passwords.js';
+import { PasswordPool, WORKER_NICE } from '../server/src/domain/passwords.js';
 import { http, inviteCode, secret, signUp, sql, uniqueName, type TestUser } from './support/harness.js';
 import { call, createProject, expectData, projectPath } from './support/projects.js';
 
@@ -109,6 +110,12 @@ describe('performance properties', () => {
       }
       expect(await pool.compare('known', bcrypt.hashSync('known', 4))).to.equal(true);
       expect(pool.load).to.deep.equal({ queued: 0, running: 0, workers: 2 });
+      // On Linux each worker lowers its own thread's priority; the event loop keeps its own.
+      if (process.platform === 'linux') {
+        const nice = (task: string) => Number(readFileSync(`/proc/self/task/${task}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]);
+        expect(nice(String(process.pid))).to.equal(0);
+        expect(readdirSync('/proc/self/task').filter((task) => nice(task) === WORKER_NICE)).to.have.length.of.at.least(2);
+      }
     } finally {
       await pool.close();
     }

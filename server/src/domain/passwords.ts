@@ -15,9 +15,21 @@ import { Worker } from 'node:worker_threads';
 
 const bcryptjsPath = createRequire(import.meta.url).resolve('bcryptjs');
 
+/**
+ * The workers' nice value (Linux): hashing yields the CPU to serving requests. Where cores are
+ * spare a hash runs at full speed; where the machine is saturated, a sign-up waits longer rather
+ * than every other request (BENCHMARKS.md).
+ */
+export const WORKER_NICE = 10;
+
 const WORKER_SOURCE = `
 const { parentPort } = require('node:worker_threads');
 const bcrypt = require(${JSON.stringify(bcryptjsPath)});
+// setpriority on a thread id sets that thread's nice value alone; elsewhere this is skipped.
+try {
+  const tid = Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop());
+  require('node:os').setPriority(tid, ${WORKER_NICE});
+} catch {}
 parentPort.on('message', ({ id, op, password, rounds, hash }) => {
   try {
     const result = op === 'hash' ? bcrypt.hashSync(password, rounds) : bcrypt.compareSync(password, hash);
