@@ -1,6 +1,6 @@
 /** Child processes the bench drives: the service (as users run it) and the baselines, each on a free loopback port. */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { openSync, readFileSync } from 'node:fs';
+import { openSync, readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 
@@ -167,4 +167,48 @@ export function sampleRss(pid: number, everyMs = 100): { stop(): number } {
       return Math.round(peak);
     },
   };
+}
+
+const CLOCK_TICKS_PER_SECOND = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** CPU time (user + system, every thread) of each process, in µs, from /proc (Linux); gone processes are left out. */
+export function cpuMicros(pids: number[]): Map<number, number> {
+  const times = new Map<number, number>();
+  for (const pid of pids) {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      // utime and stime (fields 14 and 15) count every thread of the process.
+      times.set(pid, ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS_PER_SECOND);
+    } catch {
+      // exited
+    }
+  }
+  return times;
+}
+
+/** CPU µs spent between two `cpuMicros` samples, over the processes present in both. */
+export function cpuSpent(before: Map<number, number>, after: Map<number, number>): number {
+  let spent = 0;
+  for (const [pid, t] of after) if (before.has(pid)) spent += t - before.get(pid)!;
+  return spent;
+}
+
+/** Every PostgreSQL process on this machine (server and backends), by process name. */
+export function postgresPids(): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres';
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
 }

@@ -27,6 +27,12 @@ export interface ScenarioResult extends LoadResult {
   note?: string;
 }
 
+/** CPU time per request, µs: the process under load, and PostgreSQL's processes. */
+export interface CpuPerRequest {
+  node: number;
+  postgres: number;
+}
+
 export interface Results {
   when: string;
   section: string;
@@ -36,7 +42,14 @@ export interface Results {
   scenarios: ScenarioResult[];
   stream?: { events: number; p50: number; p99: number; max: number; publishP50: number };
   /** The project read and its baseline in alternating rounds: each pair's ratios, and their medians. */
-  interleaved?: { seconds: number; rounds: { baselineRps: number; serviceRps: number; rps: number; p99: number }[]; medianRps: number; medianP99: number };
+  interleaved?: {
+    seconds: number;
+    rounds: { baselineRps: number; serviceRps: number; rps: number; p99: number; cpuMicros?: Record<'baseline' | 'service', CpuPerRequest> }[];
+    medianRps: number;
+    medianP99: number;
+    /** CPU µs per request, medians over the rounds (absent from runs before it was measured). */
+    cpuMicrosMedian?: Record<'baseline' | 'service', CpuPerRequest>;
+  };
   routing?: RoutingResult[];
   activityDepth?: { small: { records: number; depth: number; p50: number; rps: number }; huge: { records: number; depth: number; p50: number; rps: number }; ratio: number };
   signupBurst?: {
@@ -97,7 +110,7 @@ export function markdown(results: Results): string {
   if (results.interleaved) {
     const r = results.interleaved;
     lines.push(
-      `- **Project read against the Koa + pg baseline, interleaved** (${r.rounds.length} rounds of ${r.seconds} s each, baseline then service, so that a shared machine's drift falls on both): requests/s ratio ${r.rounds.map((x) => `${x.rps.toFixed(2)}×`).join(', ')}, median **${r.medianRps.toFixed(2)}×** (target ≥ 0.8×); p99 ratio ${r.rounds.map((x) => `${x.p99.toFixed(2)}×`).join(', ')}, median **${r.medianP99.toFixed(2)}×** (target ≤ 1.25×).`,
+      `- **Project read against the Koa + pg baseline, interleaved** (${r.rounds.length} rounds of ${r.seconds} s each, baseline then service, so that a shared machine's drift falls on both): requests/s ratio ${r.rounds.map((x) => `${x.rps.toFixed(2)}×`).join(', ')}, median **${r.medianRps.toFixed(2)}×** (target ≥ 0.8×); p99 ratio ${r.rounds.map((x) => `${x.p99.toFixed(2)}×`).join(', ')}, median **${r.medianP99.toFixed(2)}×** (target ≤ 1.25×).${r.cpuMicrosMedian ? ` CPU per request, medians: baseline ${r.cpuMicrosMedian.baseline.node} µs in its process + ${r.cpuMicrosMedian.baseline.postgres} µs in PostgreSQL; service ${r.cpuMicrosMedian.service.node} + ${r.cpuMicrosMedian.service.postgres} µs.` : ''}`,
     );
   }
   if (results.signupBurst) {
