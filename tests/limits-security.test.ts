@@ -150,6 +150,8 @@ describe('the process logger', () => {
     expect(line.body).to.deep.equal({ login: 'alice', password: '[redacted]', code: '[redacted]' });
     expect(line.headers).to.deep.equal({ authorization: '[redacted]' });
     expect(line.step).to.equal('sign-up');
+    // An error's code (SQLSTATE, errno) is what an operator needs; anything else secret-named in it is not kept.
+    expect(logged({ err: { type: 'DriverException', code: '57P01', token: 'api_xyz' } }).err).to.deep.equal({ type: 'DriverException', code: '57P01', token: '[redacted]' });
     // What the caller logged is left as it was.
     expect(body.password).to.equal('hunter2-secret');
     expect(headers.authorization).to.equal('Bearer ses_abc');

@@ -16,7 +16,7 @@ export function censorSecrets(object: Record<string, unknown>): Record<string, u
   for (const key in object) {
     const value = object[key];
     if (!isMap(value)) continue;
-    const censored = censorChild(value);
+    const censored = censorChild(value, key === 'err');
     if (censored === value) continue;
     if (out === object) out = { ...object };
     out[key] = censored;
@@ -24,12 +24,13 @@ export function censorSecrets(object: Record<string, unknown>): Record<string, u
   return out;
 }
 
-function censorChild(value: Record<string, unknown>): Record<string, unknown> {
+/** An error's `code` (a SQLSTATE, an errno) is kept: it is what an operator needs, and never a credential. */
+function censorChild(value: Record<string, unknown>, isError: boolean): Record<string, unknown> {
   let out = value;
   for (const key in value) {
     const child = value[key];
     let replacement: unknown = child;
-    if (SECRET_KEYS.has(key)) replacement = CENSORED;
+    if (SECRET_KEYS.has(key) && !(isError && key === 'code')) replacement = CENSORED;
     else if (key === 'headers' && isMap(child) && 'authorization' in child) replacement = { ...child, authorization: CENSORED };
     if (replacement === child) continue;
     if (out === value) out = { ...value };

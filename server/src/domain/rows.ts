@@ -5,9 +5,10 @@
  *
  * MikroORM spends about 1–3 ms of CPU building, compiling and hydrating each `find` (profiled in
  * BENCHMARKS.md), several times the cost of the statement itself. These few hot statements are
- * written by hand (run by db/sql.ts), with the helpers here. Rows the request may change (the caller, the project)
- * become the same managed entity `find` would have made, merged into the identity map (`mapRow`);
- * rows an answer only shows stay plain values (domain/projects.ts, domain/activity.ts).
+ * written by hand, with the helpers here, and run by db/sql.ts. Rows the request may change (the
+ * caller, the project) become the same managed entity `find` would have made, merged into the
+ * identity map (`mapRow`) when a handler first uses them; rows an answer only shows stay plain
+ * values (`plainRow`, domain/projects.ts, domain/activity.ts).
  *
  * Column lists come from the entity metadata, so a column added to an entity is selected here too.
  */
