@@ -99,12 +99,13 @@ function parseResponses(data: string): RawResponse[] {
 }
 
 /**
- * POST /v1/auth/signup with `json` sent chunked (no Content-Length) on a raw connection of its own,
- * so that whatever state the server leaves the connection in cannot reach fetch's shared pool. With
- * `followUp`, then sends `GET /v1` on the same connection, as a keep-alive client would, and waits
- * up to 3 s for its answer.
+ * POST /v1/auth/signup with `json` sent chunked (no Content-Length) or with its Content-Length, in
+ * pieces of 64 KiB written one event-loop turn apart (so the server can answer while the body is
+ * still coming), on a raw connection of its own, so that whatever state the server leaves the
+ * connection in cannot reach fetch's shared pool. With `followUp`, then sends `GET /v1` on the same
+ * connection, as a keep-alive client would, and waits up to 3 s for its answer.
  */
-async function chunkedThenFollowUp(json: string, followUp: boolean): Promise<{ responses: RawResponse[]; ending: string }> {
+async function oversizedThenFollowUp(json: string, followUp: boolean, framing: 'chunked' | 'length' = 'chunked'): Promise<{ responses: RawResponse[]; ending: string }> {
   const url = new URL(baseUrl());
   const socket = net.connect(Number(url.port), url.hostname);
   let data = '';
@@ -125,15 +126,17 @@ async function chunkedThenFollowUp(json: string, followUp: boolean): Promise<{ r
   });
   try {
     await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-    socket.write(`POST /v1/auth/signup HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`);
     const bytes = Buffer.from(json, 'utf8');
-    for (let at = 0; at < bytes.length; at += 64 * 1024) {
+    const chunked = framing === 'chunked';
+    socket.write(`POST /v1/auth/signup HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\n${chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${bytes.length}`}\r\n\r\n`);
+    for (let at = 0; at < bytes.length && !socket.destroyed; at += 64 * 1024) {
       const piece = bytes.subarray(at, at + 64 * 1024);
-      socket.write(`${piece.length.toString(16)}\r\n`);
+      if (chunked) socket.write(`${piece.length.toString(16)}\r\n`);
       socket.write(piece);
-      socket.write('\r\n');
+      if (chunked) socket.write('\r\n');
+      await new Promise((r) => setImmediate(r));
     }
-    socket.write('0\r\n\r\n');
+    if (chunked && !socket.destroyed) socket.write('0\r\n\r\n');
     if (followUp) {
       // Wait for the first answer, as a client reusing the connection does.
       for (let waited = 0; parseResponses(data).length === 0 && waited < 3000 && !socket.destroyed; waited += 20) await new Promise((r) => setTimeout(r, 20));
@@ -486,7 +489,7 @@ describe('POST /v1/auth/signup', () => {
     it('refuses a chunked body (no Content-Length) that grows past 1 MiB with 413 payload_too_large', async () => {
       const body = await signupBody({ padding: 'x'.repeat(2 * 1024 * 1024) });
       const before = await snapshot();
-      const { responses } = await chunkedThenFollowUp(JSON.stringify(body), false);
+      const { responses } = await oversizedThenFollowUp(JSON.stringify(body), false);
       const first = responses[0]!;
       expectFailure({ status: first.status, headers: new Headers(first.headers), json: JSON.parse(first.body) }, 413, 'payload_too_large');
       expect(await snapshot()).to.deep.equal(before);
@@ -496,7 +499,7 @@ describe('POST /v1/auth/signup', () => {
     it('after refusing a chunked body with 413, answers the next request on the same connection or closes it', async function () {
       this.timeout(10_000);
       const body = await signupBody({ padding: 'x'.repeat(2 * 1024 * 1024) });
-      const { responses, ending } = await chunkedThenFollowUp(JSON.stringify(body), true);
+      const { responses, ending } = await oversizedThenFollowUp(JSON.stringify(body), true);
       const [first, second] = responses;
       expect(first!.status).to.equal(413);
       if ((first!.headers.connection ?? '').toLowerCase() === 'close') return; // the client is told not to reuse the connection
@@ -506,6 +509,17 @@ describe('POST /v1/auth/signup', () => {
           second ? `status ${second.status}` : `no answer (${ending})`
         }`,
       ).to.equal(200);
+    });
+
+    it('refuses a body whose Content-Length is over 1 MiB with 413 while it is still being sent, without resetting the connection, and answers the next request on it', async function () {
+      this.timeout(10_000);
+      const body = await signupBody({ padding: 'x'.repeat(2 * 1024 * 1024) });
+      const before = await snapshot();
+      const { responses, ending } = await oversizedThenFollowUp(JSON.stringify(body), true, 'length');
+      expect(responses.map((r) => r.status), ending).to.deep.equal([413, 200]);
+      expect(responses[0]!.headers.connection ?? 'keep-alive').to.not.equal('close');
+      expect(JSON.parse(responses[0]!.body).error.code).to.equal('payload_too_large');
+      expect(await snapshot()).to.deep.equal(before);
     });
 
     it('accepts application/json with a charset parameter', async () => {

@@ -71,9 +71,9 @@ export class Conflict extends ApiError {
 }
 
 export class PayloadTooLarge extends ApiError {
-  constructor() {
-    // The rest of the body is never read, so the connection cannot carry another request.
-    super(413, 'payload_too_large', 'The body is larger than 1 MiB.', undefined, { Connection: 'close' });
+  /** `close`: the rest of the body will not be read, so the connection cannot carry another request (http/body.ts). */
+  constructor(close: boolean) {
+    super(413, 'payload_too_large', 'The body is larger than 1 MiB.', undefined, close ? { Connection: 'close' } : undefined);
   }
 }
 
