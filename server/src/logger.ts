@@ -43,13 +43,7 @@ function isMap(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
-/**
- * One JSON logger for the process, to stdout unless `destination` is given. Standard output is
- * written asynchronously: a line goes out at once when no write is in flight, and lines that come
- * meanwhile go out together in the next write, off the event loop. Written synchronously, the log
- * line was a tenth of a project read's CPU (BENCHMARKS.md). Lines still buffered when the process
- * exits are flushed synchronously (pino registers that); a SIGKILL can lose the last few.
- */
+/** One JSON logger for the process (to stdout unless `destination` is given). */
 export function createLogger(level: string, format: 'json' | 'pretty' = 'json', destination?: DestinationStream): Logger {
   return pino(
     {
@@ -59,7 +53,7 @@ export function createLogger(level: string, format: 'json' | 'pretty' = 'json', 
       base: { service: 'signalboard' },
       formatters: { log: censorSecrets },
     },
-    destination ?? (format === 'json' ? pino.destination({ dest: 1, sync: false }) : undefined),
+    destination,
   );
 }
 

@@ -13,8 +13,6 @@ try {
   process.exit(1);
 }
 const logger = createLogger(config.logLevel, config.logFormat);
-/** Exits once the log's last lines are out, in order (the log is written asynchronously, logger.ts). */
-const exit = (code: number) => logger.flush(() => process.exit(code));
 
 try {
   const server = await startServer(config, logger);
@@ -29,11 +27,11 @@ try {
       await server.close();
       logger.info('closed');
       clearTimeout(force);
-      exit(0);
+      process.exit(0);
     });
   }
 } catch (error) {
   // Not under `err`: pino's error serializer would replace `type` with the object's constructor name.
   logger.fatal({ error: { type: (error as Error).name, message: (error as Error).message } }, 'could not start');
-  exit(1);
+  process.exit(1);
 }
