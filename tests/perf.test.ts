@@ -1,9 +1,12 @@
 /**
  * Performance properties that are behaviour, not figures (the figures come from `npm run bench`):
- * a project read runs the same number of SQL statements whatever the project's size, and bcrypt
- * runs on worker threads with the same results as on the event loop.
+ * a project read runs the same number of SQL statements whatever the project's size, bcrypt runs
+ * on worker threads with the same results as on the event loop, and no server code builds an
+ * object literal with a getter.
  */
 import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import ts from 'typescript';
 import { expect } from 'chai';
 import bcrypt from 'bcryptjs';
 import pg from 'pg';
@@ -45,8 +48,31 @@ async function grow(projectId: string, members: number, feeds: number): Promise<
   }
 }
 
+/** `file:line` of every getter or setter written in an object literal under `dir`. */
+function literalAccessors(dir: string): string[] {
+  const found: string[] = [];
+  for (const entry of readdirSync(dir, { recursive: true, encoding: 'utf8' })) {
+    if (!entry.endsWith('.ts')) continue;
+    const file = path.join(dir, entry);
+    const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+    const visit = (node: ts.Node): void => {
+      if ((ts.isGetAccessor(node) || ts.isSetAccessor(node)) && ts.isObjectLiteralExpression(node.parent)) {
+        found.push(`${file}:${source.getLineAndCharacterOfPosition(node.getStart()).line + 1}`);
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(source);
+  }
+  return found;
+}
+
 describe('performance properties', () => {
   let owner: TestUser;
+
+  it('no server code writes a getter or setter in an object literal (V8 kept a request alive through every young collection for each one: BENCHMARKS.md, fix 19)', () => {
+    expect(literalAccessors('server/src')).to.deep.equal([]);
+  });
+
   before(async () => {
     owner = await signUp();
   });

@@ -38,21 +38,37 @@ export function dispatch(contract: Contract, handlers: Handlers, services: Servi
       throw new InvalidRequest(`Invalid request: ${first?.path} ${first?.message}${more}.`, checked.details);
     }
 
-    const context = {
+    const input = new HandlerInput({
       params: checked.params,
       headers: Object.fromEntries(op.headerNames.map((name) => [name, ctx.get(name) || undefined])),
       query: checked.query,
       body,
       rawBody: op.hasBody ? ctx.request.rawBody : undefined,
-      get caller(): Caller {
-        if (!caller) throw new Internal();
-        return caller;
-      },
       authorization,
       device: { userAgent: ctx.get('User-Agent') || undefined, ip: ctx.ip || undefined },
       em,
       services,
-    } as unknown as HandlerContext<OperationId>;
-    ctx.state.outcome = await handler(context);
+    }, caller);
+    ctx.state.outcome = await handler(input as unknown as HandlerContext<OperationId>);
   };
+}
+
+/**
+ * What a handler receives, seen by it as its operation's `HandlerContext`. `caller` is a getter on
+ * this prototype, not in a literal built per request, which V8 would keep reachable with the whole
+ * request (see `ResolvedCaller` in domain/credentials.ts).
+ */
+class HandlerInput {
+  constructor(
+    fields: object,
+    private readonly authenticated: Caller | undefined,
+  ) {
+    Object.assign(this, fields);
+  }
+
+  /** Reading it on a public operation is a programming error (the types say so too). */
+  get caller(): Caller {
+    if (!this.authenticated) throw new Internal();
+    return this.authenticated;
+  }
 }

@@ -101,15 +101,7 @@ async function permit(em: EntityManager, caller: Caller, row: ProjectRow, action
   const rule: Rule = PROJECT_RULES[action];
   const role = row.member_role ?? undefined;
   const isSelf = subject !== undefined && subject.toLowerCase() === caller.username;
-  let project: Project | undefined;
-  const access = (invite?: ProjectInvite): ProjectAccess => ({
-    get project() {
-      return (project ??= mapRow(em, Project, row, 'p'));
-    },
-    projectId: row.p__id,
-    role,
-    invite,
-  });
+  const access = (invite?: ProjectInvite): ProjectAccess => new Access(em, row, role, invite);
 
   if (rule === 'invitee' || rule === 'owner-or-invitee') {
     const invite = isSelf ? (await em.findOne(ProjectInvite, { project: row.p__id, user: caller.userId })) ?? undefined : undefined;
@@ -127,6 +119,25 @@ async function permit(em: EntityManager, caller: Caller, row: ProjectRow, action
     throw new Forbidden('not_owner', "Only the project's owner can remove another member.");
   }
   return access();
+}
+
+/** A class for its prototype getter: see `ResolvedCaller` in domain/credentials.ts for why not a literal's. */
+class Access implements ProjectAccess {
+  readonly projectId: string;
+  #project: Project | undefined;
+
+  constructor(
+    private readonly em: EntityManager,
+    private readonly row: ProjectRow,
+    readonly role: ProjectMember['role'] | undefined,
+    readonly invite: ProjectInvite | undefined,
+  ) {
+    this.projectId = row.p__id;
+  }
+
+  get project(): Project {
+    return (this.#project ??= mapRow(this.em, Project, this.row, 'p'));
+  }
 }
 
 /** Whether a user is still a member, for long-lived answers (event streams) that outlast their check. */
