@@ -11,8 +11,11 @@ import { cors, securityHeaders } from './http/security.js';
 import type { Services } from './services.js';
 
 export function createApp(services: Services, metrics?: Metrics): Koa {
-  // Client addresses (rate limits, session devices) come from X-Forwarded-For only when configured.
-  const app = new Koa({ proxy: services.config.trustProxy });
+  // Client addresses (rate limits, session devices) come from X-Forwarded-For only when configured,
+  // and then from the right-most address no trusted proxy added: Koa keeps the last `maxIpsCount`
+  // entries and takes the first of those.
+  const hops = services.config.trustProxy;
+  const app = new Koa({ proxy: hops > 0, maxIpsCount: hops });
   app.silent = true; // errors are logged once, by the envelope middleware
   app.use(requestLog(services.logger));
   if (metrics) app.use(metrics.observe());

@@ -15,8 +15,35 @@ export interface Config {
   bcryptRounds: number;
   /** Requests a minute: sign-up and login per IP address, other routes per credential; 0 turns a limit off. */
   rateLimits: { auth: number; api: number };
-  /** Take the client address from `X-Forwarded-For` (only behind a proxy that sets it). */
-  trustProxy: boolean;
+  /**
+   * Proxy hops in front of the service that append to `X-Forwarded-For` (`TRUST_PROXY`: a number,
+   * `true` for one, `false`/0 for none). The client address is the right-most one no trusted proxy added.
+   */
+  trustProxy: number;
+  /** Caps on what one user can grow (refused with 409 `limit_reached`), and live streams per user (429). */
+  limits: {
+    feedsPerProject: number;
+    insightsPerProject: number;
+    /** Members plus pending invites. */
+    membersPerProject: number;
+    projectsPerUser: number;
+    apiTokensPerUser: number;
+    streamsPerUser: number;
+  };
+  /** The HTTP server's bounds on connections and on slow clients, and on how long a shutdown may drain. */
+  http: {
+    maxConnections: number;
+    headersTimeoutMs: number;
+    requestTimeoutMs: number;
+    keepAliveTimeoutMs: number;
+    shutdownTimeoutMs: number;
+  };
+  /** Bounds on waiting for PostgreSQL: connecting, a free pool connection, one statement. */
+  database: {
+    connectTimeoutMs: number;
+    acquireTimeoutMs: number;
+    statementTimeoutMs: number;
+  };
   /** Origins allowed by CORS; empty: CORS off. */
   corsOrigins: string[];
   /** Prometheus metrics at /metrics, and the bearer token scrapes must send (none: open). */
@@ -46,6 +73,15 @@ function logFormat(raw: string | undefined): 'json' | 'pretty' {
   if (raw === undefined || raw === '' || raw === 'json') return 'json';
   if (raw === 'pretty') return 'pretty';
   throw new ConfigError(`LOG_FORMAT must be json or pretty, got "${raw}"`);
+}
+
+/** `TRUST_PROXY`: a hop count, `true` (one hop) or `false`. */
+function proxyHops(raw: string | undefined): number {
+  const value = (raw ?? '').trim().toLowerCase();
+  if (value === '' || value === 'false') return 0;
+  if (value === 'true') return 1;
+  if (/^\d{1,2}$/.test(value)) return Number(value);
+  throw new ConfigError(`TRUST_PROXY must be true, false or a number of proxy hops, got "${raw}"`);
 }
 
 function boolean(env: NodeJS.ProcessEnv, name: string): boolean {
@@ -100,7 +136,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logFormat: logFormat(env.LOG_FORMAT),
     bcryptRounds: integer(env, 'BCRYPT_ROUNDS', 10, 4, 15),
     rateLimits: { auth: integer(env, 'AUTH_RATE_LIMIT', 10, 0, 1_000_000), api: integer(env, 'API_RATE_LIMIT', 600, 0, 1_000_000) },
-    trustProxy: boolean(env, 'TRUST_PROXY'),
+    trustProxy: proxyHops(env.TRUST_PROXY),
+    limits: {
+      feedsPerProject: integer(env, 'MAX_FEEDS_PER_PROJECT', 100, 1, 100_000),
+      insightsPerProject: integer(env, 'MAX_INSIGHTS_PER_PROJECT', 100, 1, 100_000),
+      membersPerProject: integer(env, 'MAX_MEMBERS_PER_PROJECT', 1_000, 1, 100_000),
+      projectsPerUser: integer(env, 'MAX_PROJECTS_PER_USER', 100, 1, 100_000),
+      apiTokensPerUser: integer(env, 'MAX_API_TOKENS_PER_USER', 50, 1, 100_000),
+      streamsPerUser: integer(env, 'MAX_STREAMS_PER_USER', 20, 1, 10_000),
+    },
+    http: {
+      maxConnections: integer(env, 'HTTP_MAX_CONNECTIONS', 1_000, 1, 1_000_000),
+      headersTimeoutMs: integer(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 1_000, 600_000),
+      requestTimeoutMs: integer(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 1_000, 3_600_000),
+      keepAliveTimeoutMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000, 1_000, 600_000),
+      shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 1_000, 600_000),
+    },
+    database: {
+      connectTimeoutMs: integer(env, 'DB_CONNECT_TIMEOUT_MS', 3_000, 100, 600_000),
+      acquireTimeoutMs: integer(env, 'DB_ACQUIRE_TIMEOUT_MS', 3_000, 100, 600_000),
+      statementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 5_000, 100, 3_600_000),
+    },
     corsOrigins: origins(env.CORS_ORIGINS),
     metrics: { enabled: boolean(env, 'METRICS_ENABLED'), token: env.METRICS_TOKEN || undefined },
     stripe: {

@@ -70,6 +70,15 @@ export class Conflict extends ApiError {
   }
 }
 
+/** A collection a user can grow is at its cap (config.ts `limits`); `limit` names the setting. */
+export class LimitReached extends ApiError {
+  constructor(what: string, limit: { setting: string; value: number }) {
+    super(409, 'limit_reached', `${what}: the limit is ${limit.value} (${limit.setting}).`, [
+      { path: `/limits/${limit.setting}`, message: `at most ${limit.value}` },
+    ]);
+  }
+}
+
 export class PayloadTooLarge extends ApiError {
   /** `close`: the rest of the body will not be read, so the connection cannot carry another request (http/body.ts). */
   constructor(close: boolean) {
@@ -89,6 +98,15 @@ export class TooManyRequests extends ApiError {
   }
 }
 
+/** The caller has as many live streams open as a user may. */
+export class TooManyStreams extends ApiError {
+  constructor(limit: number, retryAfterSeconds: number) {
+    super(429, 'too_many_streams', `You already have ${limit} live streams open; close one first.`, undefined, {
+      'Retry-After': String(retryAfterSeconds),
+    });
+  }
+}
+
 export class BillingUnavailable extends ApiError {
   constructor() {
     super(502, 'billing_unavailable', 'The payment provider could not be reached or failed; nothing was changed.');
@@ -96,8 +114,8 @@ export class BillingUnavailable extends ApiError {
 }
 
 export class Unavailable extends ApiError {
-  constructor(message = 'The service is temporarily unavailable; retry later.') {
-    super(503, 'unavailable', message);
+  constructor(message = 'The service is temporarily unavailable; retry later.', retryAfterSeconds?: number) {
+    super(503, 'unavailable', message, undefined, retryAfterSeconds === undefined ? {} : { 'Retry-After': String(retryAfterSeconds) });
   }
 }
 

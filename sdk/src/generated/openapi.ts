@@ -678,7 +678,7 @@ export interface components {
         };
         ErrorBody: {
             code: components["schemas"]["ErrorCode"];
-            /** @description Present on `invalid_request` only. */
+            /** @description Present on `invalid_request` (at most 20) and `limit_reached` (the limit reached). */
             details?: components["schemas"]["ErrorDetail"][];
             message: string;
         };
@@ -686,7 +686,7 @@ export interface components {
          * @description The closed list of error codes. Clients may branch on `code`; `message` is for people and may change.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "invalid_invite" | "unauthenticated" | "invalid_credentials" | "already_authenticated" | "session_required" | "not_owner" | "forbidden" | "not_found" | "method_not_allowed" | "namespace_taken" | "username_taken" | "email_taken" | "already_member" | "already_invited" | "owner_cannot_leave" | "feed_name_taken" | "last_feed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal" | "billing_unavailable" | "unavailable";
+        ErrorCode: "invalid_request" | "invalid_invite" | "unauthenticated" | "invalid_credentials" | "already_authenticated" | "session_required" | "not_owner" | "forbidden" | "not_found" | "method_not_allowed" | "namespace_taken" | "username_taken" | "email_taken" | "already_member" | "already_invited" | "owner_cannot_leave" | "feed_name_taken" | "last_feed" | "limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_streams" | "internal" | "billing_unavailable" | "unavailable";
         /** @description One validation problem. */
         ErrorDetail: {
             message: string;
@@ -1007,7 +1007,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -1027,9 +1027,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1072,7 +1074,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -1092,9 +1094,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1134,7 +1138,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -1154,9 +1158,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1228,7 +1234,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -1248,9 +1254,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1303,7 +1311,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -1323,9 +1331,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1415,7 +1425,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -1435,9 +1445,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1501,7 +1513,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -1521,9 +1533,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1604,7 +1618,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -1624,9 +1638,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1690,7 +1706,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -1710,9 +1726,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1778,7 +1796,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -1798,9 +1816,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1838,7 +1858,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -1858,9 +1878,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1915,7 +1937,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -1935,9 +1957,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2018,7 +2042,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -2038,9 +2062,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2101,7 +2127,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -2121,9 +2147,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2187,7 +2215,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -2216,9 +2244,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2319,7 +2349,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -2339,9 +2369,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2407,7 +2439,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -2427,9 +2459,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2499,7 +2533,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -2519,9 +2553,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2580,7 +2616,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -2600,9 +2636,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2668,7 +2706,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -2688,9 +2726,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2782,7 +2822,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -2802,9 +2842,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2869,7 +2911,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -2889,9 +2931,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2984,7 +3028,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -3004,9 +3048,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3090,7 +3136,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -3110,9 +3156,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3178,7 +3226,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -3198,9 +3246,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3283,7 +3333,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -3303,9 +3353,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3361,7 +3413,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -3381,9 +3433,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3467,7 +3521,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -3487,9 +3541,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3555,7 +3611,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -3575,9 +3631,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3678,7 +3736,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -3698,9 +3756,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3771,7 +3831,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -3791,9 +3851,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3858,7 +3920,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -3878,9 +3940,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3954,7 +4018,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -3974,9 +4038,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4026,7 +4092,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -4046,9 +4112,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4103,7 +4171,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 429 `rate_limited`. */
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -4123,9 +4191,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 503 `unavailable`. */
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
