@@ -635,6 +635,23 @@ describe('POST /v1/auth/login', () => {
     expect(await snapshot()).to.deep.equal(before);
   });
 
+  // Class: a rule of sign-up that the other door ignores. bcrypt reads 72 bytes and no more.
+  it('refuses a password of the right 72 bytes plus anything as a wrong password (401 invalid_credentials), opening no session', async () => {
+    const password = secret(`${randomBytes(24).toString('hex')}${'é'.repeat(12)}`);
+    expect(Buffer.byteLength(password)).to.equal(72);
+    const long = await signUp({ password });
+    const before = await snapshot();
+    for (const extra of ['x', 'anything at all', 'é']) {
+      const answer = await postJson('/v1/auth/login', { login: long.username, password: secret(password + extra) });
+      expectFailure(answer, 401, 'invalid_credentials');
+    }
+    expect(await snapshot()).to.deep.equal(before);
+    const exact = await postJson('/v1/auth/login', { login: long.username, password });
+    expect(exact.status).to.equal(201);
+    expect(exact.json.data.user.id).to.equal(long.id);
+    secret(exact.json.data.token as string);
+  });
+
   it('takes about as long for an unknown user as for a wrong password', async function () {
     this.timeout(60_000);
     const wrong: number[] = [];

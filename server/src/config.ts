@@ -38,6 +38,8 @@ export interface Config {
     keepAliveTimeoutMs: number;
     shutdownTimeoutMs: number;
   };
+  /** Live event streams: a comment line every `heartbeatMs`, when each stream's access is also checked again. */
+  live: { heartbeatMs: number };
   /** Bounds on waiting for PostgreSQL: connecting, a free pool connection, one statement. */
   database: {
     connectTimeoutMs: number;
@@ -125,6 +127,20 @@ function url(env: NodeJS.ProcessEnv, name: string): string | undefined {
   return raw.replace(/\/+$/, '');
 }
 
+function httpSettings(env: NodeJS.ProcessEnv): Config['http'] {
+  const http = {
+    maxConnections: integer(env, 'HTTP_MAX_CONNECTIONS', 1_000, 1, 1_000_000),
+    headersTimeoutMs: integer(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 1_000, 600_000),
+    requestTimeoutMs: integer(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 1_000, 3_600_000),
+    keepAliveTimeoutMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000, 1_000, 600_000),
+    shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 1_000, 600_000),
+  };
+  // Node refuses a headers timeout longer than the request's; a drain must outlast an idle connection.
+  if (http.headersTimeoutMs > http.requestTimeoutMs) throw new ConfigError('HTTP_HEADERS_TIMEOUT_MS must not exceed HTTP_REQUEST_TIMEOUT_MS');
+  if (http.keepAliveTimeoutMs >= http.shutdownTimeoutMs) throw new ConfigError('SHUTDOWN_TIMEOUT_MS must exceed HTTP_KEEP_ALIVE_TIMEOUT_MS');
+  return http;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     port: integer(env, 'PORT', 3000, 0, 65535),
@@ -145,13 +161,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       apiTokensPerUser: integer(env, 'MAX_API_TOKENS_PER_USER', 50, 1, 100_000),
       streamsPerUser: integer(env, 'MAX_STREAMS_PER_USER', 20, 1, 10_000),
     },
-    http: {
-      maxConnections: integer(env, 'HTTP_MAX_CONNECTIONS', 1_000, 1, 1_000_000),
-      headersTimeoutMs: integer(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 1_000, 600_000),
-      requestTimeoutMs: integer(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 1_000, 3_600_000),
-      keepAliveTimeoutMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000, 1_000, 600_000),
-      shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 1_000, 600_000),
-    },
+    http: httpSettings(env),
+    live: { heartbeatMs: integer(env, 'LIVE_HEARTBEAT_MS', 15_000, 100, 600_000) },
     database: {
       connectTimeoutMs: integer(env, 'DB_CONNECT_TIMEOUT_MS', 3_000, 100, 600_000),
       acquireTimeoutMs: integer(env, 'DB_ACQUIRE_TIMEOUT_MS', 3_000, 100, 600_000),

@@ -23,11 +23,18 @@ try {
       if (stopping) return;
       stopping = true;
       logger.info({ signal }, 'shutting down');
-      const force = setTimeout(() => process.exit(1), 10_000).unref();
-      await server.close();
-      logger.info('closed');
+      // The drain has its own deadline; this one covers what follows it (closing the database).
+      const force = setTimeout(() => process.exit(1), config.http.shutdownTimeoutMs + 10_000).unref();
+      let code = 0;
+      try {
+        await server.close();
+        logger.info('closed');
+      } catch (error) {
+        logger.error({ error: { type: (error as Error).name, message: (error as Error).message } }, 'shutdown incomplete');
+        code = 1;
+      }
       clearTimeout(force);
-      process.exit(0);
+      process.exit(code);
     });
   }
 } catch (error) {

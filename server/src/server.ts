@@ -9,6 +9,7 @@ import { createApp } from './app.js';
 import type { Config } from './config.js';
 import { openDatabase, type Database } from './db/orm.js';
 import { Contract } from './http/contract.js';
+import { ConnectionDrain, type DrainReport } from './http/drain.js';
 import { Metrics } from './http/metrics.js';
 import type { Logger } from './logger.js';
 import { startOperatorChannel } from './operator/channel.js';
@@ -17,7 +18,14 @@ import { createServices } from './services.js';
 export interface RunningServer {
   url: string;
   db: Database;
+  /** Drains HTTP (see http/drain.ts), then closes everything else; throws `ShutdownIncomplete` if the drain's deadline cut connections. */
   close(): Promise<void>;
+}
+
+export class ShutdownIncomplete extends Error {
+  constructor(readonly report: DrainReport) {
+    super(`the drain deadline passed with ${report.cut} connection(s) still open; they were cut`);
+  }
 }
 
 function listen(server: http.Server, port: number, host: string): Promise<void> {
@@ -31,26 +39,38 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   const [db, contract] = await Promise.all([openDatabase(config, logger), Contract.load()]);
   // Undone in reverse order on close, or at once if starting fails half-way.
   const cleanups: (() => Promise<void>)[] = [() => db.close()];
+  let incomplete: ShutdownIncomplete | undefined;
   const stop = async () => {
     for (const cleanup of cleanups.reverse()) await cleanup();
+    if (incomplete) throw incomplete;
   };
   try {
     let url = '';
     const { services, close } = await createServices(config, logger, db, contract, () => url);
     cleanups.push(close);
-    const server = http.createServer(createApp(services, config.metrics.enabled ? await Metrics.create(db) : undefined).callback());
-    server.requestTimeout = 30_000;
-    server.headersTimeout = 10_000;
-    server.keepAliveTimeout = 5_000;
+    const app = createApp(services, config.metrics.enabled ? await Metrics.create(db) : undefined).callback();
+    const server = http.createServer({
+      // A slow client is bounded by these, checked every second rather than Node's default 30 s.
+      headersTimeout: config.http.headersTimeoutMs,
+      requestTimeout: config.http.requestTimeoutMs,
+      keepAliveTimeout: config.http.keepAliveTimeoutMs,
+      connectionsCheckingInterval: 1_000,
+    });
+    // Further connections are closed as soon as they are accepted.
+    server.maxConnections = config.http.maxConnections;
+    const drain = new ConnectionDrain(server);
+    server.on('request', (req, res) => {
+      drain.track(req, res);
+      void app(req, res);
+    });
     if (db.kind === 'embedded') cleanups.push((await startOperatorChannel(db, config.dataDir, logger)).close);
     await listen(server, config.port, config.host);
-    // Closed first (cleanups run in reverse): the listener stops accepting at once; event streams
-    // end (they never finish on their own), then in-flight requests finish and idle keep-alive sockets close.
-    cleanups.push(() => new Promise<void>((resolve) => {
-      services.live.close();
-      server.close(() => resolve());
-      server.closeIdleConnections();
-    }));
+    // Drained first (cleanups run in reverse), while the database still serves what is in flight.
+    cleanups.push(async () => {
+      const report = await drain.drain(config.http.shutdownTimeoutMs, () => services.live.close());
+      logger.info(report, report.drained ? 'drained' : 'drain deadline passed');
+      if (!report.drained) incomplete = new ShutdownIncomplete(report);
+    });
 
     const { port } = server.address() as AddressInfo;
     const host = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;

@@ -4,6 +4,7 @@ import { createBilling } from './billing/index.js';
 import type { Config } from './config.js';
 import type { Database } from './db/orm.js';
 import { Accounts } from './domain/accounts.js';
+import { viewersStillAllowed } from './domain/stream-access.js';
 import type { SubscriptionCanceller } from './domain/projects.js';
 import type { Contract } from './http/contract.js';
 import { RateLimits } from './http/rate-limit.js';
@@ -41,7 +42,11 @@ export async function createServices(
     db.kind === 'postgresql'
       ? await PostgresBus.start(config.databaseUrl!, (sql, params) => db.orm.em.getConnection().execute(sql, params), logger)
       : new LocalBus();
-  const live = new LiveStreams(db.orm, bus, logger, { heartbeatMs: 15_000, maxBufferedBytes: 1024 * 1024 });
+  const live = new LiveStreams(db.orm, bus, (viewers) => viewersStillAllowed(db.orm.em.fork(), viewers), logger, {
+    heartbeatMs: config.live.heartbeatMs,
+    maxBufferedBytes: 1024 * 1024,
+    maxStreamsPerUser: config.limits.streamsPerUser,
+  });
   const services: Services = {
     config,
     logger,

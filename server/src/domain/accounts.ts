@@ -56,8 +56,12 @@ export class Accounts {
   async login(em: EntityManager, login: string, password: string, device: Device) {
     const key = login.toLowerCase();
     const user = await em.findOne(User, key.includes('@') ? { [raw('lower(email)')]: key } : { username: key });
-    const matches = await comparePassword(password, user?.passwordHash ?? (await this.decoyHash));
-    if (!user || !matches) throw new Unauthenticated('invalid_credentials', 'Unknown user or wrong password.');
+    // bcrypt reads no further than 72 bytes, so a longer password would match on its first 72 alone.
+    // It can never be the password (sign-up refuses it), and is refused as any wrong password is, after
+    // the same one compare, so its answer and timing tell nothing.
+    const tooLong = Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES;
+    const matches = await comparePassword(password, user && !tooLong ? user.passwordHash : await this.decoyHash);
+    if (!user || tooLong || !matches) throw new Unauthenticated('invalid_credentials', 'Unknown user or wrong password.');
     const { session, token } = openSession(em, user, device);
     await em.flush();
     return { user, session, token };

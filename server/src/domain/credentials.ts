@@ -124,12 +124,6 @@ class ResolvedCaller implements Caller {
   }
 }
 
-/** Whether a caller's credential still exists and has not expired (logout and revocation end it). */
-export async function credentialAlive(em: EntityManager, caller: Caller): Promise<boolean> {
-  const where = { id: caller.credentialId, $or: [{ expiresAt: null }, { expiresAt: { $gt: new Date() } }] };
-  return (caller.kind === 'session' ? await em.count(Session, where) : await em.count(ApiToken, where)) > 0;
-}
-
 /** Logout: the session row is also its device record, so deleting it forgets both. */
 export async function closeSession(em: EntityManager, sessionId: string): Promise<void> {
   await em.nativeDelete(Session, { id: sessionId });

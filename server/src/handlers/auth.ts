@@ -18,8 +18,9 @@ export const login: Handler<'login'> = async ({ body, device, em, services }) =>
   return { status: 201, data: presentSessionGrant(grant) };
 };
 
-export const logout: Handler<'logout'> = async ({ caller, em }) => {
+export const logout: Handler<'logout'> = async ({ caller, em, services }) => {
   await closeSession(em, caller.credentialId);
+  services.announce({ kind: 'credential-ended', credentialId: caller.credentialId }); // its event streams end at once
   return { status: 204 };
 };
 
@@ -34,7 +35,8 @@ export const listApiTokens: Handler<'listApiTokens'> = async ({ query, caller, e
   return { status: 200, data: toPage(rows, page.limit, presentApiToken) };
 };
 
-export const deleteApiToken: Handler<'deleteApiToken'> = async ({ params, caller, em }) => {
+export const deleteApiToken: Handler<'deleteApiToken'> = async ({ params, caller, em, services }) => {
   await revokeApiToken(em, caller.user, params.id);
+  services.announce({ kind: 'credential-ended', credentialId: params.id }); // its event streams end at once
   return { status: 204 };
 };

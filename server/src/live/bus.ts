@@ -10,7 +10,9 @@ import type { Logger } from 'pino';
 export type BusMessage =
   | { kind: 'event'; projectId: string; eventId: string }
   | { kind: 'member-removed'; projectId: string; userId: string }
-  | { kind: 'project-deleted'; projectId: string };
+  | { kind: 'project-deleted'; projectId: string }
+  /** A session ended (logout) or an API token was revoked: what it opened ends with it. */
+  | { kind: 'credential-ended'; credentialId: string };
 
 export interface EventBus {
   /** Sends to every instance, this one included. Call after the change has committed. */
@@ -30,15 +32,18 @@ function encode(message: BusMessage): string {
       return `m:${message.projectId}:${message.userId}`;
     case 'project-deleted':
       return `d:${message.projectId}`;
+    case 'credential-ended':
+      return `c:${message.credentialId}`;
   }
 }
 
 function decode(payload: string): BusMessage | undefined {
-  const [tag, projectId, id] = payload.split(':');
-  if (!projectId) return undefined;
-  if (tag === 'e' && id) return { kind: 'event', projectId, eventId: id };
-  if (tag === 'm' && id) return { kind: 'member-removed', projectId, userId: id };
-  if (tag === 'd') return { kind: 'project-deleted', projectId };
+  const [tag, first, second] = payload.split(':');
+  if (!first) return undefined;
+  if (tag === 'e' && second) return { kind: 'event', projectId: first, eventId: second };
+  if (tag === 'm' && second) return { kind: 'member-removed', projectId: first, userId: second };
+  if (tag === 'd') return { kind: 'project-deleted', projectId: first };
+  if (tag === 'c') return { kind: 'credential-ended', credentialId: first };
   return undefined;
 }
 

@@ -15,11 +15,19 @@
  *
  * Clients at the same cursor share one read, so a project's caught-up clients cost one query per
  * new event on each instance, however many they are.
+ *
+ * Bounds: a user holds at most `maxStreamsPerUser` streams on an instance (429 `too_many_streams`
+ * beyond). At each heartbeat the access of every open stream is checked again, all in one
+ * statement; when that check fails (the database is away) the streams end, since access can no
+ * longer be vouched for: clients reconnect and resume from their cursor. A logout, a revoked token,
+ * a removed member or a deleted project ends the streams it concerns at once, through the bus.
  */
 import { PassThrough, type Readable } from 'node:stream';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
-import { Event, type Project } from '../db/entities.js';
+import { Event } from '../db/entities.js';
+import type { StreamViewer } from '../domain/stream-access.js';
+import { TooManyStreams } from '../errors.js';
 import { presentEvent } from '../presenters/project.js';
 import type { BusMessage, EventBus } from './bus.js';
 
@@ -29,16 +37,17 @@ export interface LiveOptions {
   maxBufferedBytes: number;
   /** How long a client may leave its buffer full before it is disconnected. Default 15 s. */
   stallMs?: number;
+  maxStreamsPerUser: number;
 }
+
+/** For each viewer, in order: may it keep its stream? Asked at every heartbeat, for all streams at once. */
+export type AccessCheck = (viewers: StreamViewer[]) => Promise<boolean[]>;
 
 interface Client {
   stream: PassThrough;
-  projectId: string;
-  userId: string;
+  viewer: StreamViewer;
   /** The id of the last event sent (or skipped as already known to the client). */
   cursor: string;
-  /** Asked at every heartbeat: does this client still have access (member, credential alive)? */
-  stillAllowed: () => Promise<boolean>;
   /** A read-and-write round is running; `again` asks it to run once more when it ends. */
   pumping: boolean;
   again: boolean;
@@ -47,11 +56,17 @@ interface Client {
 }
 
 const BATCH = 200;
+/** What a refused stream is told to wait: about when one of the user's streams could have ended. */
+const RETRY_AFTER_S = 10;
 /** Below every UUID: the cursor of a client of a project with no event yet. */
 const NIL = '00000000-0000-0000-0000-000000000000';
 
 export class LiveStreams {
   private readonly byProject = new Map<string, Set<Client>>();
+  private readonly byCredential = new Map<string, Set<Client>>();
+  /** Open streams (and streams being opened) per user. */
+  private readonly perUser = new Map<string, number>();
+  private checking = false;
   /** Counts the bus's event messages (of every project): a read is shared only by clients asking after the same one. */
   private generation = 0;
   /** Reads in flight, by project, cursor and generation. */
@@ -62,38 +77,52 @@ export class LiveStreams {
   constructor(
     private readonly orm: MikroORM,
     bus: EventBus,
+    private readonly checkAccess: AccessCheck,
     private readonly logger: Logger,
     private readonly options: LiveOptions,
   ) {
     this.stallMs = options.stallMs ?? 15_000;
     // Messages missed while the bus reconnected are simply read: every client catches up from its cursor.
     bus.subscribe((message) => this.receive(message), () => this.wakeAll());
-    this.heartbeat = setInterval(() => this.beat(), options.heartbeatMs).unref();
+    this.heartbeat = setInterval(() => void this.beat(), options.heartbeatMs).unref();
   }
 
-  get clientCount(): number {
-    let count = 0;
-    for (const clients of this.byProject.values()) count += clients.size;
-    return count;
-  }
-
-  /** Opens a stream for a member; `stillAllowed` is asked at each heartbeat and ends the stream when false. */
-  async open(project: Project, userId: string, lastEventId: string | undefined, stillAllowed: () => Promise<boolean>): Promise<Readable> {
-    const cursor = lastEventId ?? (await this.latestId(project.id));
+  /**
+   * Opens a stream for a viewer the caller has just authorized; throws 429 `too_many_streams` when
+   * the user already holds as many as it may. The slot is taken before the first await, so
+   * concurrent opens cannot pass the cap together.
+   */
+  async open(viewer: StreamViewer, lastEventId: string | undefined): Promise<Readable> {
+    const held = this.perUser.get(viewer.userId) ?? 0;
+    if (held >= this.options.maxStreamsPerUser) throw new TooManyStreams(this.options.maxStreamsPerUser, RETRY_AFTER_S);
+    this.perUser.set(viewer.userId, held + 1);
+    let cursor: string;
+    try {
+      cursor = lastEventId ?? (await this.latestId(viewer.projectId));
+    } catch (error) {
+      this.release(viewer.userId);
+      throw error;
+    }
     const stream = new PassThrough({ highWaterMark: Math.max(1024, Math.floor(this.options.maxBufferedBytes / 2)) });
-    const client: Client = { stream, projectId: project.id, userId, cursor, stillAllowed, pumping: false, again: false, blocked: undefined };
-    const clients = this.byProject.get(project.id) ?? new Set<Client>();
-    clients.add(client);
-    this.byProject.set(project.id, clients);
+    const client: Client = { stream, viewer, cursor, pumping: false, again: false, blocked: undefined };
+    const clients = join(this.byProject, viewer.projectId, client);
+    const sameCredential = join(this.byCredential, viewer.credentialId, client);
     stream.once('close', () => {
       clearTimeout(client.blocked);
-      clients.delete(client);
-      if (clients.size === 0 && this.byProject.get(project.id) === clients) this.byProject.delete(project.id);
+      leave(this.byProject, viewer.projectId, clients, client);
+      leave(this.byCredential, viewer.credentialId, sameCredential, client);
+      this.release(viewer.userId);
     });
     stream.write('retry: 2000\n\n');
     // Not awaited: the catch-up is paced by the client, which reads once the stream is answered.
     void this.pump(client);
     return stream;
+  }
+
+  private release(userId: string): void {
+    const held = (this.perUser.get(userId) ?? 1) - 1;
+    if (held > 0) this.perUser.set(userId, held);
+    else this.perUser.delete(userId);
   }
 
   private async latestId(projectId: string): Promise<string> {
@@ -102,6 +131,10 @@ export class LiveStreams {
   }
 
   private receive(message: BusMessage): void {
+    if (message.kind === 'credential-ended') {
+      for (const client of this.byCredential.get(message.credentialId) ?? []) this.end(client);
+      return;
+    }
     if (message.kind === 'event') this.generation += 1;
     const clients = this.byProject.get(message.projectId);
     if (!clients) return;
@@ -110,7 +143,7 @@ export class LiveStreams {
       return;
     }
     for (const client of clients) {
-      if (message.kind === 'project-deleted' || client.userId === message.userId) this.end(client);
+      if (message.kind === 'project-deleted' || client.viewer.userId === message.userId) this.end(client);
     }
   }
 
@@ -144,7 +177,7 @@ export class LiveStreams {
         client.again = false;
         for (;;) {
           if (!this.writable(client) || client.blocked) return;
-          const batch = await this.read(client.projectId, client.cursor, this.generation);
+          const batch = await this.read(client.viewer.projectId, client.cursor, this.generation);
           for (const event of batch) {
             if (!this.writable(client)) return;
             if (event.id <= client.cursor) continue;
@@ -190,27 +223,59 @@ export class LiveStreams {
     else client.stream.end();
   }
 
-  private beat(): void {
-    for (const clients of this.byProject.values()) {
-      for (const client of clients) {
-        void client
-          .stillAllowed()
-          .then((allowed) => {
-            if (!allowed) this.end(client);
-            else if (this.writable(client) && !client.blocked) client.stream.write(': heartbeat\n\n');
-          })
-          .catch(() => undefined);
+  /**
+   * Checks every open stream's access in one call (each distinct viewer once), then ends the
+   * streams that lost it and sends the others a heartbeat. A check still running when the next
+   * beat comes is not doubled.
+   */
+  private async beat(): Promise<void> {
+    if (this.checking || this.byCredential.size === 0) return;
+    this.checking = true;
+    try {
+      const byViewer = new Map<string, { viewer: StreamViewer; clients: Client[] }>();
+      for (const clients of this.byProject.values()) {
+        for (const client of clients) {
+          const { projectId, userId, credentialId } = client.viewer;
+          const key = `${projectId}/${userId}/${credentialId}`;
+          const entry = byViewer.get(key) ?? { viewer: client.viewer, clients: [] };
+          entry.clients.push(client);
+          byViewer.set(key, entry);
+        }
       }
+      const entries = [...byViewer.values()];
+      let allowed: boolean[];
+      try {
+        allowed = await this.checkAccess(entries.map((entry) => entry.viewer));
+      } catch (error) {
+        this.logger.warn({ err: { type: (error as Error).name }, streams: entries.length }, 'live access re-check failed; streams closed');
+        allowed = entries.map(() => false);
+      }
+      entries.forEach((entry, i) => {
+        for (const client of entry.clients) {
+          if (!allowed[i]) this.end(client);
+          else if (this.writable(client) && !client.blocked) client.stream.write(': heartbeat\n\n');
+        }
+      });
+    } finally {
+      this.checking = false;
     }
   }
 
   /** Ends every stream; clients reconnect with Last-Event-ID and catch up from the database. */
-  closeAll(): void {
-    for (const clients of this.byProject.values()) for (const client of clients) this.end(client);
-  }
-
   close(): void {
     clearInterval(this.heartbeat);
-    this.closeAll();
+    for (const clients of this.byProject.values()) for (const client of clients) this.end(client);
   }
+}
+
+function join(index: Map<string, Set<Client>>, key: string, client: Client): Set<Client> {
+  let clients = index.get(key);
+  if (!clients) index.set(key, (clients = new Set()));
+  clients.add(client);
+  return clients;
+}
+
+function leave(index: Map<string, Set<Client>>, key: string, clients: Set<Client>, client: Client): void {
+  clients.delete(client);
+  if (clients.size === 0 && index.get(key) === clients) index.delete(key);
 }

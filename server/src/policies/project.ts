@@ -139,8 +139,3 @@ class Access implements ProjectAccess {
     return (this.#project ??= mapRow(this.em, Project, this.row, 'p'));
   }
 }
-
-/** Whether a user is still a member, for long-lived answers (event streams) that outlast their check. */
-export async function isMember(em: EntityManager, projectId: string, userId: string): Promise<boolean> {
-  return (await em.count(ProjectMember, { project: projectId, user: userId })) > 0;
-}

@@ -1,0 +1,175 @@
+/**
+ * What a deploy does to clients: the service gets SIGTERM while keep-alive clients hammer it with
+ * writes and a live stream is open (class: a shutdown that cuts requests or leaves them unacknowledged),
+ * and what slow or greedy connections can hold (class: connections a client can keep without bound).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import type { RunningServer } from '../server/src/server.js';
+import { secret, startExtraServer } from './support/harness.js';
+import { operatorInviteCode, startServiceProcess, type ServiceProcess } from './support/service-process.js';
+import { RawStream } from './support/sse.js';
+
+async function json(url: string, method: string, token: string | undefined, body?: unknown): Promise<{ status: number; json: any }> {
+  const response = await fetch(url, {
+    method,
+    headers: { ...(token ? { Authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  return { status: response.status, json: text ? JSON.parse(text) : undefined };
+}
+
+/** The error code behind a failed fetch: ECONNREFUSED for a refused connection, UND_ERR_SOCKET or ECONNRESET for a cut one. */
+function errorCode(error: unknown): string {
+  const cause = (error as { cause?: { code?: string } }).cause;
+  return cause?.code ?? (error as Error).message;
+}
+
+describe('SIGTERM with keep-alive clients hammering the service', function () {
+  this.timeout(180_000);
+  let dataDir = '';
+  const services: ServiceProcess[] = [];
+
+  after(() => {
+    for (const service of services) if (service.child.exitCode === null) service.child.kill('SIGKILL');
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('answers every request in flight with Connection: close, ends streams cleanly, exits 0, and loses or invents no write', async () => {
+    dataDir = mkdtempSync(path.join(os.tmpdir(), 'signalboard-shutdown-'));
+    const { DATABASE_URL: _embedded, ...inherited } = process.env;
+    const env = { ...inherited, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', AUTH_RATE_LIMIT: '0', API_RATE_LIMIT: '0', BCRYPT_ROUNDS: '4' };
+    const service = await startServiceProcess(env);
+    services.push(service);
+    const invite = secret(await operatorInviteCode(env));
+    const signup = await json(`${service.url}/v1/auth/signup`, 'POST', undefined, {
+      username: 'drainer', email: 'drainer@example.com', password: secret('drainer-password'), invite,
+    });
+    expect(signup.status).to.equal(201);
+    const token = secret(signup.json.data.token as string);
+    expect((await json(`${service.url}/v1/projects`, 'POST', token, { namespace: 'drain', name: 'Drain' })).status).to.equal(201);
+    const insight = await json(`${service.url}/v1/projects/drain/insights`, 'POST', token, { title: 'count', value: 0 });
+    expect(insight.status).to.equal(201);
+    const insightUrl = `${service.url}/v1/projects/drain/insights/${insight.json.data.id}`;
+    const stream = await RawStream.open(`${service.url}/v1/projects/drain/events/stream`, { token });
+    await stream.until(() => stream.retry !== undefined, 10_000);
+
+    // Eight clients, each sending its next increment as soon as the last is answered, on the
+    // connection fetch keeps alive, until a request fails.
+    let signalledAt = Infinity;
+    const hammer = async () => {
+      let acknowledged = 0;
+      let afterSignal = 0;
+      let closeAnswers = 0;
+      for (;;) {
+        try {
+          const response = await fetch(insightUrl, {
+            method: 'PATCH',
+            headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+            body: JSON.stringify({ increment: 1 }),
+          });
+          await response.arrayBuffer();
+          expect(response.status).to.equal(200);
+          acknowledged += 1;
+          if (performance.now() > signalledAt) afterSignal += 1;
+          if (response.headers.get('connection') === 'close') closeAnswers += 1;
+        } catch (error) {
+          return { acknowledged, afterSignal, closeAnswers, ended: errorCode(error) };
+        }
+      }
+    };
+    const clients = Array.from({ length: 8 }, hammer);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    signalledAt = performance.now();
+    service.child.kill('SIGTERM');
+    const results = await Promise.all(clients);
+    const code = await service.exited;
+    const exitMs = performance.now() - signalledAt;
+    const drained = await service.waitForLog((entry) => entry.msg === 'drained' || entry.msg === 'drain deadline passed', 1_000);
+    const streamEnd = await Promise.race([stream.ended, new Promise((resolve) => setTimeout(() => resolve('still open'), 1_000))]);
+
+    const acknowledged = results.reduce((sum, r) => sum + r.acknowledged, 0);
+    const afterSignal = results.reduce((sum, r) => sum + r.afterSignal, 0);
+    console.log(`      ${acknowledged} increments acknowledged, ${afterSignal} of them after SIGTERM; ` +
+      `drain: ${drained.ms} ms, ${drained.answered} requests answered during it, ${drained.cut} cut; exit ${code} after ${Math.round(exitMs)} ms`);
+    expect(code, `exit code; stderr: ${service.stderr()}`).to.equal(0);
+    expect(drained.msg).to.equal('drained');
+    expect(drained.cut).to.equal(0);
+    // Each client's last request found the listener closed: it was never sent, so never applied.
+    expect(results.map((r) => r.ended), 'how each client ended').to.deep.equal(results.map(() => 'ECONNREFUSED'));
+    expect(results.every((r) => r.closeAnswers >= 1), 'each busy connection was told Connection: close').to.equal(true);
+    expect(streamEnd, 'the live stream').to.equal('end');
+
+    // Every acknowledged increment is stored, and no unacknowledged one.
+    const again = await startServiceProcess(env);
+    services.push(again);
+    const stored = await json(`${again.url}/v1/projects/drain/insights`, 'GET', token);
+    expect(stored.status).to.equal(200);
+    expect(stored.json.data.items.map((item: { value: number }) => item.value)).to.deep.equal([acknowledged]);
+    again.child.kill('SIGTERM');
+    expect(await again.exited).to.equal(0);
+  });
+});
+
+describe('slow and greedy connections', function () {
+  this.timeout(60_000);
+  let server: RunningServer;
+  let port = 0;
+  before(async () => {
+    server = await startExtraServer({ HTTP_HEADERS_TIMEOUT_MS: '1000', HTTP_REQUEST_TIMEOUT_MS: '2000', HTTP_MAX_CONNECTIONS: '5' });
+    port = Number(new URL(server.url).port);
+  });
+  after(async () => {
+    await server.close();
+  });
+
+  /** A connection that writes `first`, then `then` every `everyMs`; resolves with how long the server let it live. */
+  function trickle(first: string, then: string, everyMs: number): Promise<{ ms: number; received: string }> {
+    return new Promise((resolve) => {
+      const started = performance.now();
+      const socket = net.connect(port, '127.0.0.1');
+      let received = '';
+      socket.write(first);
+      const timer = setInterval(() => socket.write(then), everyMs);
+      socket.on('data', (chunk) => (received += chunk.toString()));
+      socket.on('error', () => undefined);
+      socket.on('close', () => {
+        clearInterval(timer);
+        resolve({ ms: performance.now() - started, received });
+      });
+    });
+  }
+
+  it('closes a connection whose headers trickle in past HTTP_HEADERS_TIMEOUT_MS within about a second of it', async () => {
+    const { ms, received } = await trickle('GET /v1 HTTP/1.1\r\nHost: x\r\n', 'X-Slow: 1\r\n', 200);
+    console.log(`      slow headers closed after ${Math.round(ms)} ms`);
+    // Node checks every connection each second, so the bound is the setting plus up to a second.
+    expect(ms).to.be.below(3_000);
+    expect(received).to.match(/^HTTP\/1\.1 408 /);
+  });
+
+  it('closes a connection whose body trickles in past HTTP_REQUEST_TIMEOUT_MS within about a second of it', async () => {
+    const head = `POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n`;
+    const { ms } = await trickle(head, ' ', 200);
+    console.log(`      slow body closed after ${Math.round(ms)} ms`);
+    expect(ms).to.be.within(1_900, 4_500);
+  });
+
+  it('accepts at most HTTP_MAX_CONNECTIONS connections at once; the next one is closed unanswered, and a freed slot serves again', async () => {
+    const open = await Promise.all(Array.from({ length: 5 }, () => new Promise<net.Socket>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1', () => resolve(socket));
+    })));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const extra = await trickle('GET /v1 HTTP/1.1\r\nHost: x\r\n\r\n', '', 50);
+    expect(extra.received).to.equal('');
+    expect(extra.ms).to.be.below(1_000);
+    for (const socket of open) socket.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const answer = await fetch(`${server.url}/v1`, { headers: { Connection: 'close' } });
+    expect(answer.status).to.equal(200);
+  });
+});

@@ -1,0 +1,80 @@
+/**
+ * The service as its own process (`server/src/main.ts` under tsx), as an operator runs it: for the
+ * tests of what happens to the process itself (signals, exit codes). Its JSON log lines are parsed
+ * and kept; standard error is kept for failure messages.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+
+export interface LogEntry {
+  msg?: string;
+  [key: string]: unknown;
+}
+
+export interface ServiceProcess {
+  url: string;
+  child: ChildProcess;
+  log: LogEntry[];
+  /** Resolves with the exit code. */
+  exited: Promise<number | null>;
+  stderr(): string;
+  /** Resolves with the first log entry `match` accepts, or rejects after `timeoutMs`. */
+  waitForLog(match: (entry: LogEntry) => boolean, timeoutMs?: number): Promise<LogEntry>;
+}
+
+export const repositoryRoot = path.resolve('.');
+
+/** Starts the service with `env` (the whole environment it gets) and resolves once it listens. */
+export async function startServiceProcess(env: NodeJS.ProcessEnv, startTimeoutMs = 90_000): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], { cwd: repositoryRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const log: LogEntry[] = [];
+  const listeners = new Set<(entry: LogEntry) => void>();
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let stderr = '';
+  // Both pipes are read: a full pipe would block the service.
+  child.stderr!.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4_000)));
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    let entry: LogEntry;
+    try {
+      entry = JSON.parse(line) as LogEntry;
+    } catch {
+      return;
+    }
+    log.push(entry);
+    for (const listener of listeners) listener(entry);
+  });
+  const waitForLog = (match: (entry: LogEntry) => boolean, timeoutMs = 30_000) =>
+    new Promise<LogEntry>((resolve, reject) => {
+      const found = log.find(match);
+      if (found) return resolve(found);
+      const timer = setTimeout(() => {
+        listeners.delete(listener);
+        reject(new Error(`no such log line within ${timeoutMs} ms; stderr: ${stderr}`));
+      }, timeoutMs);
+      const listener = (entry: LogEntry) => {
+        if (!match(entry)) return;
+        clearTimeout(timer);
+        listeners.delete(listener);
+        resolve(entry);
+      };
+      listeners.add(listener);
+    });
+  const started = waitForLog((entry) => entry.msg === 'listening', startTimeoutMs);
+  const url = await Promise.race([
+    started.then((entry) => entry.url as string),
+    exited.then((code) => Promise.reject(new Error(`the service exited with ${code} before listening; stderr: ${stderr}`))),
+  ]);
+  return { url, child, log, exited, stderr: () => stderr, waitForLog };
+}
+
+/** A fresh invite code through the operator command, as an operator mints one (`npm run invite`). */
+export function operatorInviteCode(env: NodeJS.ProcessEnv, uses = 10): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const args = ['--import', 'tsx', 'scripts/invite.ts', 'create', '--uses', String(uses)];
+    execFile(process.execPath, args, { cwd: repositoryRoot, env, timeout: 90_000 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`${error.message}\n${stderr}`));
+      else resolve(stdout.trim().split('\n').pop()!.trim());
+    });
+  });
+}
