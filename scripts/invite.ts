@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { loadConfig } from '../server/src/config.js';
-import { DataDirInUseError } from '../server/src/db/lock.js';
+import { DataDirError } from '../server/src/db/lock.js';
 import { checkCreateInviteCodeInput, InviteCodeInputError, type InviteCodeRow } from '../server/src/domain/invite-codes.js';
 import { withInviteCodeStore } from '../server/src/operator/client.js';
 
@@ -91,7 +91,7 @@ main().then(
     process.exitCode = code;
   },
   (err: unknown) => {
-    const known = err instanceof DataDirInUseError || err instanceof InviteCodeInputError;
+    const known = err instanceof DataDirError || err instanceof InviteCodeInputError;
     console.error(`invite: ${known ? (err as Error).message : err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
     process.exitCode = 1;
   },

@@ -1,7 +1,7 @@
 /** Applies pending migrations to the configured database (DATABASE_URL, or the embedded one in DATA_DIR). */
 import { pino } from 'pino';
 import { loadConfig } from '../server/src/config.js';
-import { DataDirInUseError } from '../server/src/db/lock.js';
+import { DataDirError, DataDirInUseError } from '../server/src/db/lock.js';
 import { applyMigrations, openDatabase } from '../server/src/db/orm.js';
 
 async function main(): Promise<number> {
@@ -11,15 +11,17 @@ async function main(): Promise<number> {
   try {
     db = await openDatabase(config, logger, { migrate: false });
   } catch (err) {
-    if (!(err instanceof DataDirInUseError)) throw err;
-    console.error(
-      `migrate: ${err.message}. The service applies pending migrations itself each time it starts, so there is nothing to do while it runs; stop it first to run them by hand.`,
-    );
+    if (!(err instanceof DataDirError)) throw err;
+    const hint = err instanceof DataDirInUseError
+      ? '. The service applies pending migrations itself each time it starts, so there is nothing to do while it runs;' +
+        ' stop it first to run them by hand.'
+      : '';
+    console.error(`migrate: ${err.message}${hint}`);
     return 1;
   }
   try {
     console.log(`Database: ${db.description}`);
-    const applied = await applyMigrations(db.orm);
+    const applied = await applyMigrations(db);
     console.log(applied.length === 0 ? 'Nothing to apply: the schema is up to date.' : `Applied:\n${applied.map((name) => `  ${name}`).join('\n')}`);
     return 0;
   } finally {

@@ -7,12 +7,14 @@
  * both on the run's database settings.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import http from 'node:http';
 import { expect } from 'chai';
 import { pino } from 'pino';
 import Stripe from 'stripe';
 import { createClient } from '../sdk/src/index.js';
 import { billingOff, createBilling, STRIPE_DEADLINE_MS, STRIPE_MAX_NETWORK_RETRIES, STRIPE_TIMEOUT_MS } from '../server/src/billing/index.js';
 import { connectionOptions } from '../server/src/billing/stripe.js';
+import { WEBHOOK_BODY_LIMIT_BYTES } from '../server/src/handlers/billing.js';
 import { createInviteCode } from '../server/src/domain/invite-codes.js';
 import { ApiError } from '../server/src/errors.js';
 import type { RunningServer } from '../server/src/server.js';
@@ -118,6 +120,70 @@ class Target {
     const text = await response.text();
     return { status: response.status, headers: response.headers, text, json: text ? JSON.parse(text) : undefined };
   }
+}
+
+/**
+ * A webhook delivery over raw HTTP: `body` is sent in two writes (chunked unless `contentLength` is
+ * given), or not at all when `holdBody` is set, in which case the answer must come while the body
+ * is still held back (it is never sent: a server that waits for it gets no answer in 5 s).
+ */
+function rawDelivery(
+  server: RunningServer,
+  options: { body?: string; contentLength?: number; holdBody?: boolean; signature?: string; contentType?: string },
+): Promise<Answer> {
+  const url = new URL(`${server.url}/v1/billing/webhook`);
+  const headers: Record<string, string> = {
+    'Content-Type': options.contentType ?? 'application/json',
+    'Stripe-Signature': options.signature ?? 't=1,v1=00',
+  };
+  if (options.contentLength !== undefined) headers['Content-Length'] = String(options.contentLength);
+  else headers['Transfer-Encoding'] = 'chunked';
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers, agent: false });
+    const timer = setTimeout(() => req.destroy(new Error('no answer within 5 s')), 5_000);
+    req.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        clearTimeout(timer);
+        req.destroy();
+        const text = Buffer.concat(chunks).toString('utf8');
+        const answerHeaders = new Headers(Object.entries(res.headers).map(([k, v]) => [k, String(v)] as [string, string]));
+        resolve({ status: res.statusCode!, headers: answerHeaders, text, json: text ? JSON.parse(text) : undefined });
+      });
+    });
+    if (options.holdBody) req.flushHeaders();
+    else {
+      const body = Buffer.from(options.body ?? '');
+      req.write(body.subarray(0, body.length >> 1));
+      req.end(body.subarray(body.length >> 1));
+    }
+  });
+}
+
+/** JSON.parse calls on texts of 10 KiB or more while `work` runs (the server runs in this process). */
+async function largeParses(work: () => Promise<Answer>): Promise<{ answer: Answer; parses: number }> {
+  const original = JSON.parse;
+  let parses = 0;
+  JSON.parse = ((text: string, reviver?: Parameters<typeof JSON.parse>[1]) => {
+    if (typeof text === 'string' && text.length >= 10_240) parses += 1;
+    return original(text, reviver);
+  }) as typeof JSON.parse;
+  try {
+    return { answer: await work(), parses };
+  } finally {
+    JSON.parse = original;
+  }
+}
+
+/** A JSON object of `bytes` bytes (even) that nests as deep as that allows: the costliest kind to parse. */
+function nestedBody(bytes: number): string {
+  const depth = (bytes - 10) / 2;
+  return `{"data":${'['.repeat(depth)}${']'.repeat(depth)}}`;
 }
 
 function stripeEvent(type: string, object: Record<string, unknown>, id = `evt_${randomBytes(12).toString('hex')}`) {
@@ -369,6 +435,54 @@ describe('billing through Stripe', function () {
       });
     });
 
+    // Class: work an anonymous sender can cause before the signature is checked. The body is read
+    // only up to WEBHOOK_BODY_LIMIT_BYTES and parsed only once its signature holds.
+    describe('reads at most 256 KiB and parses nothing before the signature holds', () => {
+      it('a bad signature over a large, deeply nested body: 400 without parsing it', async () => {
+        const before = await target.stripeEvents();
+        const { answer, parses } = await largeParses(() => rawDelivery(target.server, { body: nestedBody(200 * 1024) }));
+        expectError(answer, 400, 'invalid_request');
+        expect(answer.json.error.details).to.deep.equal([
+          { path: '/headers/stripe-signature', message: 'does not match the body, or is too old' },
+        ]);
+        expect(parses, 'JSON.parse calls on the body').to.equal(0);
+        expect(await target.stripeEvents()).to.equal(before);
+      });
+
+      it('a body declared past the limit: 413 from Content-Length, before it is sent', async () => {
+        const answer = await rawDelivery(target.server, { contentLength: WEBHOOK_BODY_LIMIT_BYTES + 1, holdBody: true });
+        expectError(answer, 413, 'payload_too_large');
+        expect(answer.json.error.message).to.equal('The body is larger than 256 KiB.');
+      });
+
+      it('a chunked body that passes the limit: 413, without parsing it', async () => {
+        const { answer, parses } = await largeParses(() => rawDelivery(target.server, { body: nestedBody(WEBHOOK_BODY_LIMIT_BYTES + 2) }));
+        expectError(answer, 413, 'payload_too_large');
+        expect(parses).to.equal(0);
+      });
+
+      it('a body that is not application/json: 415, however well signed', async () => {
+        const project = await target.project();
+        const body = JSON.stringify(checkoutCompleted(project.id, newSubscriptionId()));
+        const signature = Stripe.webhooks.generateTestHeaderString({ payload: body, secret: WEBHOOK_SECRET });
+        expectError(await rawDelivery(target.server, { body, signature, contentType: 'text/plain' }), 415, 'unsupported_media_type');
+        expect(await target.billing(project.id)).to.deep.equal({ tier: 0, billing_id: null });
+      });
+
+      it('a verified event is held to the rules of every body: a NUL in what it carries is 400 and changes nothing', async () => {
+        const project = await target.project();
+        const event = checkoutCompleted(project.id, `sub_${randomBytes(4).toString('hex')}\u0000x`);
+        const before = await target.stripeEvents();
+        const answer = await target.deliver(event);
+        expectError(answer, 400, 'invalid_request');
+        expect(answer.json.error.details).to.deep.equal([
+          { path: '/body/object/subscription', message: 'must not contain NUL characters' },
+        ]);
+        expect(await target.billing(project.id)).to.deep.equal({ tier: 0, billing_id: null });
+        expect(await target.stripeEvents()).to.equal(before);
+      });
+    });
+
     it('handles each event id at most once: a replay changes nothing', async () => {
       const project = await target.project();
       const sub = newSubscriptionId();
@@ -506,6 +620,19 @@ describe('billing off (no STRIPE_SECRET_KEY)', function () {
     expect(standIn.calls).to.deep.equal([]);
   });
 
+  // Class: work an anonymous sender can cause on a webhook that is off. The 503 comes before the body is read.
+  it('the webhook answers 503 before reading the body: a 1 MiB body held back still gets its answer', async () => {
+    const answer = await rawDelivery(target.server, { contentLength: 1024 * 1024, holdBody: true });
+    expectError(answer, 503, 'unavailable');
+  });
+
+  it('the webhook answers 503 without parsing a 1 MiB deeply nested body', async () => {
+    const body = nestedBody(1024 * 1024);
+    const { answer, parses } = await largeParses(() => rawDelivery(target.server, { body, contentLength: body.length }));
+    expectError(answer, 503, 'unavailable');
+    expect(parses, 'JSON.parse calls on the body').to.equal(0);
+  });
+
   it('a project with a subscription cannot be deleted (502) and stays whole; no call is made', async () => {
     const project = await target.project();
     const sub = newSubscriptionId();
@@ -539,7 +666,8 @@ describe('the billing adapter', () => {
     const billing = await createBilling({ ...settings, secretKey: API_KEY }, quiet);
     const payload = JSON.stringify(stripeEvent('invoice.paid', {}));
     const header = Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET });
-    expect(() => billing.verifyEvent(payload, header)).to.throw(ApiError).with.property('status', 503);
+    expect(() => billing.assertWebhookOn()).to.throw(ApiError).with.property('status', 503);
+    expect(() => billing.verifyEvent(Buffer.from(payload), header)).to.throw(ApiError).with.property('status', 503);
   });
 
   it('turns STRIPE_API_URL into the package host, port and protocol', () => {

@@ -102,7 +102,7 @@ describe('live streams: access ends the stream at once', () => {
     const owner = await signUp();
     const project = await createProject(owner.token);
     const key = await apiToken(owner.token);
-    const [{ id }] = (await call('GET', '/v1/auth/tokens', owner.token)).json.data.items as { id: string }[];
+    const [{ id }] = (await call('GET', '/v1/auth/tokens', owner.token)).json.data.items as [{ id: string }];
     const stream = await RawStream.open(streamUrl(baseUrl(), project.namespace), { token: key });
     try {
       await stream.until(() => stream.retry !== undefined, 5_000);

@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import { baseUrl, signUp, sql, type TestUser } from './support/harness.js';
-import { notPng, png, pngOfSize } from './support/png.js';
+import { notPng, png, pngOfSize, storedIcon } from './support/png.js';
 import {
   addMember,
   apiToken,
@@ -331,23 +331,25 @@ describe('projects', () => {
   });
 
   describe('icons', () => {
+    /** `bytes` as sent: the service stores and serves their re-encoding. */
     async function expectServed(icon: string, bytes: Buffer): Promise<void> {
-      const sha = sha256(bytes);
+      const stored = storedIcon(bytes);
+      const sha = sha256(stored);
       expect(icon).to.equal(iconUrl(sha));
       expect(icon.endsWith(`/cdn/icons/${sha}.png`)).to.equal(true);
       const served = await fetchIcon(icon);
       expect(served.status).to.equal(200);
       expect(served.type).to.equal('image/png');
-      expect(served.bytes.equals(bytes), 'the served bytes are the uploaded ones').to.equal(true);
+      expect(served.bytes.equals(stored), 'the served bytes are the re-encoded upload').to.equal(true);
       expect(served.cacheControl).to.include('public');
       expect(maxAge(served.cacheControl), served.cacheControl).to.be.at.least(30 * 24 * 3600);
     }
 
-    it('takes a bare Base64 PNG on create and serves exactly its bytes at /cdn/icons/<sha256>.png', async () => {
+    it('takes a bare Base64 PNG on create and serves its re-encoding at /cdn/icons/<sha256>.png', async () => {
       const bytes = uniquePng(16, 16);
       const project = await createProject(owner.token, { icon: bytes.toString('base64') });
       await expectServed(project.icon, bytes);
-      expect(await projectRow(project.namespace)).to.include({ icon: sha256(bytes) });
+      expect(await projectRow(project.namespace)).to.include({ icon: sha256(storedIcon(bytes)) });
       expect(expectData(await call('GET', projectPath(project.namespace), owner.token)).icon).to.equal(project.icon);
     });
 
@@ -371,12 +373,12 @@ describe('projects', () => {
 
       const bare = uniquePng();
       expectInvalid(await call('PATCH', projectPath(project.namespace), owner.token, { icon: bare.toString('base64') }), '/body/icon');
-      expect(await projectRow(project.namespace)).to.include({ icon: sha256(first) });
-      expect((await fetchIcon(iconUrl(sha256(bare)))).status).to.equal(404);
+      expect(await projectRow(project.namespace)).to.include({ icon: sha256(storedIcon(first)) });
+      expect((await fetchIcon(iconUrl(sha256(storedIcon(bare))))).status).to.equal(404);
 
       const second = uniquePng(20, 10);
       const changed = expectData(await call('PATCH', projectPath(project.namespace), owner.token, { icon: DATA_URL + second.toString('base64') }));
-      expect(changed).to.deep.equal({ ...project, icon: iconUrl(sha256(second)) });
+      expect(changed).to.deep.equal({ ...project, icon: iconUrl(sha256(storedIcon(second))) });
       await expectServed(changed.icon, second);
 
       const removed = expectData(await call('PATCH', projectPath(project.namespace), owner.token, { icon: null }));
@@ -412,7 +414,7 @@ describe('projects', () => {
       const taken = await createProject(owner.token);
       const onCreate = uniquePng();
       expectError(await call('POST', '/v1/projects', owner.token, { name: 'Late', namespace: taken.namespace, icon: onCreate.toString('base64') }), 409, 'namespace_taken');
-      expect((await fetchIcon(iconUrl(sha256(onCreate)))).status).to.equal(404);
+      expect((await fetchIcon(iconUrl(sha256(storedIcon(onCreate))))).status).to.equal(404);
       expect(await projectRow(taken.namespace)).to.include({ id: taken.id, icon: null });
 
       const mine = await createProject(owner.token);
@@ -422,7 +424,7 @@ describe('projects', () => {
         409,
         'namespace_taken',
       );
-      expect((await fetchIcon(iconUrl(sha256(onUpdate)))).status).to.equal(404);
+      expect((await fetchIcon(iconUrl(sha256(storedIcon(onUpdate))))).status).to.equal(404);
       expect(await projectRow(mine.namespace)).to.include({ id: mine.id, icon: null });
     });
 

@@ -4,6 +4,7 @@
  * and what slow or greedy connections can hold (class: connections a client can keep without bound).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -27,6 +28,17 @@ async function json(url: string, method: string, token: string | undefined, body
 function errorCode(error: unknown): string {
   const cause = (error as { cause?: { code?: string } }).cause;
   return cause?.code ?? (error as Error).message;
+}
+
+/** GET on a connection of its own (fetch would reuse one it keeps alive): `answered <status>`, or the connection error's code. */
+function newConnectionGet(url: string): Promise<string> {
+  return new Promise((resolve) => {
+    const request = http.get(url, { agent: false, timeout: 5_000 }, (response) => {
+      response.resume();
+      resolve(`answered ${response.statusCode}`);
+    });
+    request.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
+  });
 }
 
 describe('SIGTERM with keep-alive clients hammering the service', function () {
@@ -112,6 +124,76 @@ describe('SIGTERM with keep-alive clients hammering the service', function () {
     expect(stored.json.data.items.map((item: { value: number }) => item.value)).to.deep.equal([acknowledged]);
     again.child.kill('SIGTERM');
     expect(await again.exited).to.equal(0);
+  });
+});
+
+describe('SIGTERM with slow requests in flight', function () {
+  this.timeout(180_000);
+  let dataDir = '';
+  let service: ServiceProcess | undefined;
+
+  after(() => {
+    if (service && service.child.exitCode === null) service.child.kill('SIGKILL');
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('finishes the requests in flight, refuses new connections, closes and exits 0', async () => {
+    dataDir = mkdtempSync(path.join(os.tmpdir(), 'signalboard-drain-'));
+    const { DATABASE_URL: _embedded, ...inherited } = process.env;
+    // Slow sign-ups: bcrypt at 11 rounds takes a few hundred milliseconds each, one after another.
+    const env = { ...inherited, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', AUTH_RATE_LIMIT: '0', API_RATE_LIMIT: '0', BCRYPT_ROUNDS: '11' };
+    service = await startServiceProcess(env);
+    const { url, log } = service;
+    const code = secret(await operatorInviteCode(env));
+
+    const inFlight = Array.from({ length: 3 }, (_, i) =>
+      fetch(`${url}/v1/auth/signup`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ username: `drain_${i}`, email: `drain_${i}@example.com`, password: secret(`drain-password-${i}`), invite: code }),
+      }).then(async (response) => {
+        const body = (await response.json()) as { data?: { token?: string } };
+        if (body.data?.token) secret(body.data.token);
+        return { status: response.status, done: performance.now() };
+      }),
+    );
+    // Let the requests reach the service (the first bcrypt round is under way), then stop it.
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const signalled = performance.now();
+    service.child.kill('SIGTERM');
+
+    // New connections must be refused from the moment the service says it is shutting down (its
+    // signal handler ran; bcrypt may delay that), while the old ones are still served: probe with
+    // a new connection every 50 ms until one is refused.
+    let pending = true;
+    const allDone = Promise.all(inFlight).finally(() => (pending = false));
+    const probes: { at: number; outcome: string }[] = [];
+    await service.waitForLog((e) => e.msg === 'shutting down', 10_000);
+    const acknowledged = Math.round(performance.now() - signalled);
+    for (;;) {
+      const at = performance.now() - signalled;
+      const outcome = await newConnectionGet(`${url}/v1`);
+      probes.push({ at: Math.round(at), outcome });
+      if (outcome !== 'answered 200' || probes.length >= 200) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const firstRefusal = probes.find((p) => p.outcome !== 'answered 200');
+    const stillPendingAtRefusal = pending;
+    const finished = await allDone;
+    const exitCode = await service.exited;
+
+    console.log(`      in flight at SIGTERM: ${finished.length} sign-ups, answered ${finished.map((f) => f.status).join(', ')} ` +
+      `after ${finished.map((f) => Math.round(f.done - signalled)).join(', ')} ms; 'shutting down' logged ${acknowledged} ms after SIGTERM; ` +
+      `first new connection refused at ${firstRefusal ? `${firstRefusal.at} ms (${firstRefusal.outcome}` +
+      `${stillPendingAtRefusal ? ', sign-ups still in flight' : ', after the sign-ups were done'})` : 'never'}; exit ${exitCode}`);
+    expect(finished.map((f) => f.status), 'the in-flight sign-ups complete normally').to.deep.equal([201, 201, 201]);
+    expect(finished.some((f) => f.done - signalled > 50), 'some sign-up was still in flight at SIGTERM').to.equal(true);
+    // Refused: the listener is closed (ECONNREFUSED), or the connection was still in the kernel's
+    // backlog when it closed and is reset; never served.
+    expect(probes[0]!.outcome, `a new connection once the service said it is shutting down (probes: ${JSON.stringify(probes)})`)
+      .to.be.oneOf(['ECONNREFUSED', 'ECONNRESET']);
+    expect(exitCode, 'exit code').to.equal(0);
+    expect(log.some((e) => e.msg === 'shutting down' && e.signal === 'SIGTERM'), 'the log says it is shutting down').to.equal(true);
   });
 });
 

@@ -81,8 +81,9 @@ export class LimitReached extends ApiError {
 
 export class PayloadTooLarge extends ApiError {
   /** `close`: the rest of the body will not be read, so the connection cannot carry another request (http/body.ts). */
-  constructor(close: boolean) {
-    super(413, 'payload_too_large', 'The body is larger than 1 MiB.', undefined, close ? { Connection: 'close' } : undefined);
+  constructor(close: boolean, limitBytes: number) {
+    const limit = limitBytes % 1_048_576 === 0 ? `${limitBytes / 1_048_576} MiB` : `${limitBytes / 1024} KiB`;
+    super(413, 'payload_too_large', `The body is larger than ${limit}.`, undefined, close ? { Connection: 'close' } : undefined);
   }
 }
 

@@ -10,6 +10,7 @@ import type { Contract } from './http/contract.js';
 import { RateLimits } from './http/rate-limit.js';
 import { LocalBus, PostgresBus, type BusMessage, type EventBus } from './live/bus.js';
 import { LiveStreams } from './live/streams.js';
+import { Maintenance } from './maintenance/prune.js';
 import { IconStore } from './storage/icons.js';
 
 /** What handlers may reach beyond their request: built once per server by createServices. */
@@ -40,7 +41,8 @@ export async function createServices(
 ): Promise<{ services: Services; close(): Promise<void> }> {
   const bus: EventBus =
     db.kind === 'postgresql'
-      ? await PostgresBus.start(config.databaseUrl!, (sql, params) => db.orm.em.getConnection().execute(sql, params), logger)
+      ? await PostgresBus.start(config.databaseUrl!, (sql, params) => db.orm.em.getConnection().execute(sql, params), logger,
+        config.database)
       : new LocalBus();
   const live = new LiveStreams(db.orm, bus, (viewers) => viewersStillAllowed(db.orm.em.fork(), viewers), logger, {
     heartbeatMs: config.live.heartbeatMs,
@@ -61,9 +63,11 @@ export async function createServices(
       bus.announce(message).catch((error: unknown) => logger.warn({ err: { type: (error as Error).name }, kind: message.kind }, 'live announce failed'));
     },
   };
+  const maintenance = new Maintenance(db, services.icons, logger, config).start();
   return {
     services,
     close: async () => {
+      await maintenance.stop();
       live.close();
       await bus.close();
     },

@@ -3,7 +3,10 @@
  * 10,000+): fast-check generates requests to every operation of spec/generated/openapi.json, most
  * of them broken on purpose (wrong types, missing and extra fields, huge and unicode strings, bad
  * path parameters, bad and duplicated headers, broken JSON, wrong methods), half of them with a
- * valid session token so that the handlers are reached and not only the credential check.
+ * valid session token so that the handlers are reached and not only the credential check. Mixed
+ * into the body, query and path mutations: what no store can hold whatever the field says (NUL,
+ * unpaired surrogates, numbers past what JavaScript holds, impossible date-times), and input whose
+ * faults are many or deep (tens of thousands of bad values or unknown fields, absurd nesting).
  *
  * Each case is sent over a fresh `node:http` connection (so duplicated headers, `..` and `%00` in
  * paths, and any method reach the server as written) and must get:
@@ -128,6 +131,55 @@ const weirdNumber = fc.oneof(
   fc.double(),
   fc.constantFrom(0, -1, -0, 1e308, -1e308, 2 ** 53 + 1, 1e-300, 4294967296, 2147483648, 0.5),
 );
+// ---------- What no store can hold, whatever the field (the pipeline's screen, server/src/http/contract.ts) ----------
+
+/**
+ * JSON text JSON.stringify cannot write (a number JavaScript cannot hold, nesting deeper than its
+ * recursion allows) stands in a generated value as this marker string; `jsonText` writes it out.
+ */
+const rawJson = (text: string): string => `\u0001raw:${text}\u0001`;
+const RAW_JSON_MARKER = /"\\u0001raw:([^"\\]*)\\u0001"/g;
+
+/** JSON text for a generated value, with `rawJson` markers written as the text they stand for. */
+export function jsonText(value: unknown): string {
+  return (JSON.stringify(value) ?? 'null').replace(RAW_JSON_MARKER, '$1');
+}
+
+/** Numbers JSON can spell but JavaScript cannot hold: JSON.parse makes them ±Infinity. */
+const unholdableNumber = fc.constantFrom('1e309', '-1e309', '1e400', '2e308', '-123456789e999', '1' + '0'.repeat(400)).map(rawJson);
+
+/** Date-times no store holds (leap second, year 0000, days a month lacks, past year 9999), or that name no instant. */
+const impossibleTimestamp = fc.constantFrom(
+  '2026-12-31T23:59:60Z', '2016-12-31T23:59:60Z', '0000-01-01T00:00:00Z', '0000-12-31T23:00:00-02:00', '2026-02-30T12:00:00Z',
+  '2026-02-29T00:00:00Z', '9999-12-31T23:59:59-23:59', '2026-13-01T00:00:00Z', '2026-01-01T24:00:00Z', '+275760-09-13T00:00:00.001Z',
+  '-000001-01-01T00:00:00Z', '2026-01-01T00:00:00.1234567890123Z', '2026-01-01T00:00:00+24:00', '2026-01-01T00:00:00+05',
+);
+
+/** Strings no store holds: NUL, and UTF-16 surrogates without their pair, alone or inside ordinary text. */
+const unstorableString = fc.oneof(
+  fc.constantFrom('\u0000', 'a\u0000b', '\ud800', 'x\udfffy', '\udc00\ud800', '🙂'.slice(0, 1), '🙂'.slice(1)),
+  fc.tuple(fc.string({ maxLength: 20 }), fc.constantFrom('\u0000', '\ud83d', '\ude42'), fc.string({ maxLength: 20 }))
+    .map(([before, bad, after]) => before + bad + after),
+);
+
+const hostileScalar = fc.oneof(unstorableString, unholdableNumber, impossibleTimestamp);
+
+/** One value no store holds, or one with a great many faults: thousands of bad values or fields, absurd nesting. */
+const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
+  { weight: 6, arbitrary: hostileScalar },
+  {
+    weight: 1,
+    arbitrary: fc.tuple(fc.integer({ min: 1_000, max: 60_000 }), fc.oneof(hostileScalar, fc.constantFrom(null, {}, [])))
+      .map(([n, value]) => new Array<unknown>(n).fill(value)),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.tuple(fc.integer({ min: 1_000, max: 60_000 }), fc.oneof(hostileScalar, fc.constant(null)))
+      .map(([n, value]) => Object.fromEntries(Array.from({ length: n }, (_, i) => [i.toString(36), value]))),
+  },
+  { weight: 1, arbitrary: fc.integer({ min: 30, max: 5_000 }).map((depth) => rawJson('['.repeat(depth) + ']'.repeat(depth))) },
+);
+
 /** Any JSON value, small, with nasty strings and numbers in it. */
 const anyJson: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
   value: fc.oneof(
@@ -180,7 +232,11 @@ export function fromSchema(document: OpenAPIV3.Document, input: Schema, depth = 
         const fits = (s: string) => s.length >= min && s.length <= (schema.maxLength ?? Infinity);
         if (schema.format === 'email') base = fc.emailAddress().filter((s) => s.length <= (schema.maxLength ?? 254));
         else if (schema.format === 'uuid') base = fc.uuid();
-        else if (schema.format === 'date-time') base = fc.date({ min: new Date('1990-01-01'), max: new Date('2090-01-01'), noInvalidDate: true }).map((d) => d.toISOString());
+        else if (schema.format === 'date-time') {
+          const real = fc.date({ min: new Date('1990-01-01'), max: new Date('2090-01-01'), noInvalidDate: true }).map((d) =>
+            d.toISOString());
+          base = fc.oneof({ weight: 9, arbitrary: real }, { weight: 1, arbitrary: impossibleTimestamp });
+        }
         else if (schema.pattern) base = fc.stringMatching(new RegExp(schema.pattern)).filter(fits);
         else base = fc.string({ unit: 'grapheme', minLength: min, maxLength: Math.max(min, max) }).filter(fits);
         break;
@@ -245,8 +301,19 @@ function mutatedBody(valid: fc.Arbitrary<unknown>): fc.Arbitrary<string> {
     }),
     // not an object at all
     wrongValue,
+    // a field no store can hold, or with a great many faults
+    fc.tuple(valid, fc.nat(), hostileValue).map(([body, i, value]) => {
+      if (!body || typeof body !== 'object' || Array.isArray(body)) return value;
+      const keys = Object.keys(body);
+      return { ...(body as JsonObject), [keys.length ? keys[i % keys.length]! : 'x']: value };
+    }),
+    // a great many fields the contract does not define
+    fc.tuple(valid, fc.integer({ min: 100, max: 60_000 })).map(([body, n]) => ({
+      ...Object.fromEntries(Array.from({ length: n }, (_, i) => [`u${i.toString(36)}`, 1])),
+      ...(body && typeof body === 'object' && !Array.isArray(body) ? body : {}),
+    })),
   );
-  const text = objectMutation.map((value) => JSON.stringify(value) ?? 'null');
+  const text = objectMutation.map(jsonText);
   return fc.oneof(
     { weight: 6, arbitrary: text },
     // the same key twice, the second of another type
@@ -280,7 +347,11 @@ function brokenJson(valid: fc.Arbitrary<unknown>): fc.Arbitrary<string> {
 /** Bytes that are not UTF-8 (sent as Latin-1 characters, one byte each). */
 const invalidUtf8 = fc.constantFrom('{"name":"\xc3\x28"}', '{"name":"\xff\xfe"}', '\xc0\xaf', '{"event":"\xed\xa0\x80"}', '\xfe\xff\x00{\x00}');
 
-const PATH_BAD_VALUES = ['..', '.', '%2e%2e', '%2E%2E%2F', '..%2F..%2Fetc%2Fpasswd', '%00', 'a%00b', '%', '%ZZ', '%C0%AF', '%FF', '%E2%80%AE', ';', 'a;b=c', '%20', '+', '~', '%2F', '%5C', '*', '%25', '@', 'CON', 'null', '0', '-1'];
+const PATH_BAD_VALUES = [
+  '%ED%A0%80', '%F0%9F', 'a%00', '..', '.', '%2e%2e', '%2E%2E%2F',
+  '..%2F..%2Fetc%2Fpasswd', '%00', 'a%00b', '%', '%ZZ', '%C0%AF', '%FF', '%E2%80%AE',
+  ';', 'a;b=c', '%20', '+', '~', '%2F', '%5C', '*', '%25', '@', 'CON', 'null', '0', '-1',
+];
 
 function pathParam(name: string): fc.Arbitrary<string> {
   const valid: Record<string, string[]> = {
@@ -323,6 +394,8 @@ function buildQuery(op: FuzzOperation): fc.Arbitrary<string> {
   const names = op.query.map((p) => p.name);
   const value = fc.oneof(
     { weight: 3, arbitrary: fc.constantFrom('1', '10', '50', '100', '0', '-1', '101', '1.5', '1e3', 'abc', '', '%20', '+', 'null', 'true', '99999999999999999999', '@@FEED@@', 'general', 'key:value', 'a:', ':b', ':', 'k:v:w', '%00', '%ZZ', '[]', '{}') },
+    // what no store can hold: the pipeline's screen (server/src/http/contract.ts)
+    { weight: 1, arbitrary: fc.constantFrom('1e309', '-1e309', 'a%00b', 'k:%00', '%ED%A0%80', 'k:%ED%A0%80', '2026-12-31T23%3A59%3A60Z') },
     { weight: 2, arbitrary: anyString.map((s) => percentEncode(s).slice(0, 4000)) },
     { weight: 1, arbitrary: fc.string({ unit: asciiChar, maxLength: 30 }).map((s) => s.replace(/#/g, '')) },
   );

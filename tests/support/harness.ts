@@ -51,7 +51,7 @@ async function freshPostgresDatabase(adminUrl: string): Promise<{ url: string; d
   };
 }
 
-/** The suite signs up hundreds of accounts from one address: its server runs without rate limits (tests/rate-limit.test.ts starts its own). */
+/** The suite signs up hundreds of accounts from one address: its server runs without rate limits (tests/rate-limits.test.ts starts its own). */
 const UNLIMITED = { AUTH_RATE_LIMIT: '0', API_RATE_LIMIT: '0' };
 
 export async function startTestServer(): Promise<void> {

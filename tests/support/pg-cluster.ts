@@ -4,7 +4,7 @@
  * command runs as the `postgres` user (runuser), in a folder handed over to it.
  */
 import { execFile } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,6 +15,12 @@ export interface PgCluster {
   port: number;
   stop(mode?: 'fast' | 'immediate' | 'smart'): Promise<void>;
   start(): Promise<void>;
+  /**
+   * SIGSTOP to the postmaster and every process it started: the server hangs instead of refusing
+   * (connections are still accepted by the kernel, nothing answers). `thaw` sends SIGCONT.
+   */
+  freeze(): Promise<void>;
+  thaw(): Promise<void>;
   /** psql as the superuser, one statement. */
   psql(sql: string, database?: string): Promise<string>;
   destroy(): Promise<void>;
@@ -33,7 +39,8 @@ function run(file: string, args: string[], options: { asUser?: string; timeoutMs
 /** The folder of the newest PostgreSQL binaries installed, or undefined with the reason. */
 export function findPostgresBinaries(): { bin?: string; reason?: string } {
   const base = '/usr/lib/postgresql';
-  if (process.env.PG_BIN) return existsSync(path.join(process.env.PG_BIN, 'initdb')) ? { bin: process.env.PG_BIN } : { reason: `no initdb in PG_BIN=${process.env.PG_BIN}` };
+  const bin = process.env.PG_BIN;
+  if (bin) return existsSync(path.join(bin, 'initdb')) ? { bin } : { reason: `no initdb in PG_BIN=${bin}` };
   if (!existsSync(base)) return { reason: `${base} does not exist (no PostgreSQL server binaries installed)` };
   const versions = readdirSync(base).filter((v) => existsSync(path.join(base, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a));
   if (versions.length === 0) return { reason: `no initdb under ${base}/*/bin` };
@@ -49,6 +56,22 @@ export async function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/** Signals the postmaster first (so that it starts nothing new), then its children. */
+async function signalAll(data: string, signal: 'SIGSTOP' | 'SIGCONT'): Promise<void> {
+  const postmaster = Number(readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  process.kill(postmaster, signal);
+  // pgrep exits 1 when there is no child.
+  const children = await run('pgrep', ['-P', String(postmaster)]).catch(() => '');
+  for (const pid of children.split('\n').filter(Boolean)) {
+    try {
+      process.kill(Number(pid), signal);
+    } catch (error) {
+      // A backend that ended meanwhile.
+      if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+    }
+  }
 }
 
 export async function createCluster(bin: string): Promise<PgCluster> {
@@ -70,7 +93,8 @@ export async function createCluster(bin: string): Promise<PgCluster> {
   }
   const data = path.join(dir, 'data');
   const port = await freePort();
-  const tool = (name: string, args: string[], timeoutMs?: number) => run(path.join(bin, name), args, { ...(asUser ? { asUser } : {}), ...(timeoutMs ? { timeoutMs } : {}) });
+  const tool = (name: string, args: string[], timeoutMs?: number) =>
+    run(path.join(bin, name), args, { ...(asUser ? { asUser } : {}), ...(timeoutMs ? { timeoutMs } : {}) });
   try {
     await tool('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync'], 120_000);
   } catch (error) {
@@ -87,8 +111,13 @@ export async function createCluster(bin: string): Promise<PgCluster> {
     stop: async (mode = 'fast') => {
       await tool('pg_ctl', ['stop', '-D', data, '-w', '-t', '60', '-m', mode], 90_000);
     },
-    psql: (sql, database = 'postgres') => tool('psql', ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-d', database, '-v', 'ON_ERROR_STOP=1', '-qAtc', sql]),
+    freeze: () => signalAll(data, 'SIGSTOP'),
+    thaw: () => signalAll(data, 'SIGCONT'),
+    psql: (sql, database = 'postgres') =>
+      tool('psql', ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-d', database, '-v', 'ON_ERROR_STOP=1', '-qAtc', sql]),
     destroy: async () => {
+      // A frozen cluster (a test that failed half-way) would not even stop.
+      await signalAll(data, 'SIGCONT').catch(() => {});
       await tool('pg_ctl', ['stop', '-D', data, '-w', '-m', 'immediate']).catch(() => {});
       rmSync(dir, { recursive: true, force: true });
     },

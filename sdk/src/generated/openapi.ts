@@ -10,7 +10,8 @@ export interface paths {
         };
         /**
          * Liveness
-         * @description Liveness: the process is up and serving.
+         * @description Liveness: the process is up and serving. 503 when it cannot recover by itself (the embedded
+         *     database stopped after its disk filled): a supervisor should restart it.
          */
         get: operations["getHealth"];
         put?: never;
@@ -143,7 +144,9 @@ export interface paths {
         put?: never;
         /**
          * Create an API token
-         * @description Extension: mints an API token for the caller. Session token only.
+         * @description Extension: mints an API token for the caller. Session token only. 409 `limit_reached` when the
+         *     caller has as many API tokens as a user may (`MAX_API_TOKENS_PER_USER`, 50 by default; expired
+         *     tokens count until revoked).
          */
         post: operations["createApiToken"];
         delete?: never;
@@ -191,8 +194,14 @@ export interface paths {
          *     `customer.subscription.created` and `.updated` set `tier` from the price (0 unless the status is
          *     active or trialing); `customer.subscription.deleted` resets `tier` to 0 and `billing_id` to
          *     null. Each change writes a `billing.changed` activity record. Events for unknown projects or
-         *     subscriptions, and other event types, are acknowledged and ignored. With billing not
-         *     configured: 503 `unavailable`.
+         *     subscriptions, and other event types, are acknowledged and ignored. With billing or its
+         *     webhook secret not configured: 503 `unavailable`, before any of the body is read.
+         *
+         *     `x-raw-body`: the body is read by the handler, not by the request pipeline, so that nothing of
+         *     it is parsed before its signature is checked on the bytes as received. Stripe's events are a
+         *     few KiB: a body over 256 KiB is refused with 413 `payload_too_large` (from `Content-Length`
+         *     before it is read, or as soon as a chunked body passes it). Once verified, the event is held to
+         *     the rules every other body is (see the conventions).
          */
         post: operations["stripeWebhook"];
         delete?: never;
@@ -237,8 +246,9 @@ export interface paths {
         /**
          * Create a project
          * @description Creates a project owned by the caller: it holds one feed (`general`, type 0) and its creator as
-         *     its only member; `tier` is 0 and `billing_id` null. 409 `namespace_taken`; 400 for an icon that
-         *     is not a real PNG within the limits (nothing is stored then).
+         *     its only member; `tier` is 0 and `billing_id` null. 409 `namespace_taken`, or `limit_reached`
+         *     when the caller already owns as many projects as a user may (`MAX_PROJECTS_PER_USER`, 100 by
+         *     default); 400 for an icon that is not a real PNG within the limits (nothing is stored then).
          */
         post: operations["createProject"];
         delete?: never;
@@ -356,7 +366,8 @@ export interface paths {
         put?: never;
         /**
          * Create a feed
-         * @description 409 `feed_name_taken` when the project already has a feed of that name.
+         * @description 409 `feed_name_taken` when the project already has a feed of that name, `limit_reached` when it
+         *     has as many feeds as a project may (`MAX_FEEDS_PER_PROJECT`, 100 by default).
          */
         post: operations["createFeed"];
         delete?: never;
@@ -424,7 +435,9 @@ export interface paths {
         put?: never;
         /**
          * Create an insight
-         * @description Creates an insight: a named figure (a number, a boolean or a short string) the project keeps an eye on. Members only.
+         * @description Creates an insight: a named figure (a number, a boolean or a short string) the project keeps an
+         *     eye on. Members only. 409 `limit_reached` when the project has as many insights as it may
+         *     (`MAX_INSIGHTS_PER_PROJECT`, 100 by default).
          */
         post: operations["createInsight"];
         delete?: never;
@@ -473,7 +486,9 @@ export interface paths {
         /**
          * Invite a user
          * @description The owner invites an existing user. 404 when the user does not exist; 409 `already_member` or
-         *     `already_invited`; a member who is not the owner: 403 `not_owner`.
+         *     `already_invited`, or `limit_reached` when the project's members and pending invites together
+         *     are as many as it may have (`MAX_MEMBERS_PER_PROJECT`, 1,000 by default); a member who is not
+         *     the owner: 403 `not_owner`.
          */
         post: operations["createInvite"];
         delete?: never;
@@ -602,7 +617,10 @@ export interface components {
             id: components["schemas"]["Id"];
             type: string;
         };
-        /** @description One page of a list. */
+        /**
+         * @description One page of a list: at most `limit` items, and at most about 1 MiB of them, so a page of large
+         *     items may hold fewer than `limit` (always at least one). Follow `next_cursor` until it is null.
+         */
         ActivityPage: {
             items: components["schemas"]["Activity"][];
             /** @description Pass as `cursor` to get the next page; null on the last page. */
@@ -619,7 +637,10 @@ export interface components {
             last_used_at: string | null;
             name: string;
         };
-        /** @description One page of a list. */
+        /**
+         * @description One page of a list: at most `limit` items, and at most about 1 MiB of them, so a page of large
+         *     items may hold fewer than `limit` (always at least one). Follow `next_cursor` until it is null.
+         */
         ApiTokenPage: {
             items: components["schemas"]["ApiToken"][];
             /** @description Pass as `cursor` to get the next page; null on the last page. */
@@ -715,7 +736,10 @@ export interface components {
             /** Format: date-time */
             timestamp: string;
         };
-        /** @description One page of a list. */
+        /**
+         * @description One page of a list: at most `limit` items, and at most about 1 MiB of them, so a page of large
+         *     items may hold fewer than `limit` (always at least one). Follow `next_cursor` until it is null.
+         */
         EventPage: {
             items: components["schemas"]["Event"][];
             /** @description Pass as `cursor` to get the next page; null on the last page. */
@@ -736,7 +760,10 @@ export interface components {
         };
         /** @description Lower-case letters, digits and hyphens, 1–40 characters, starting and ending with a letter or digit. */
         FeedName: string;
-        /** @description One page of a list. */
+        /**
+         * @description One page of a list: at most `limit` items, and at most about 1 MiB of them, so a page of large
+         *     items may hold fewer than `limit` (always at least one). Follow `next_cursor` until it is null.
+         */
         FeedPage: {
             items: components["schemas"]["Feed"][];
             /** @description Pass as `cursor` to get the next page; null on the last page. */
@@ -762,7 +789,10 @@ export interface components {
             updated_at: string;
             value: components["schemas"]["InsightValue"];
         };
-        /** @description One page of a list. */
+        /**
+         * @description One page of a list: at most `limit` items, and at most about 1 MiB of them, so a page of large
+         *     items may hold fewer than `limit` (always at least one). Follow `next_cursor` until it is null.
+         */
         InsightPage: {
             items: components["schemas"]["Insight"][];
             /** @description Pass as `cursor` to get the next page; null on the last page. */
@@ -792,7 +822,10 @@ export interface components {
             /** @description The invited user. */
             user: components["schemas"]["Member"];
         };
-        /** @description One page of a list. */
+        /**
+         * @description One page of a list: at most `limit` items, and at most about 1 MiB of them, so a page of large
+         *     items may hold fewer than `limit` (always at least one). Follow `next_cursor` until it is null.
+         */
         InvitePage: {
             items: components["schemas"]["Invite"][];
             /** @description Pass as `cursor` to get the next page; null on the last page. */
@@ -837,7 +870,10 @@ export interface components {
         };
         /** @description 1–100 characters after trimming surrounding white space. */
         ProjectName: string;
-        /** @description One page of a list. */
+        /**
+         * @description One page of a list: at most `limit` items, and at most about 1 MiB of them, so a page of large
+         *     items may hold fewer than `limit` (always at least one). Follow `next_cursor` until it is null.
+         */
         ProjectPage: {
             items: components["schemas"]["Project"][];
             /** @description Pass as `cursor` to get the next page; null on the last page. */
@@ -878,7 +914,10 @@ export interface components {
                 namespace: components["schemas"]["Namespace"];
             };
         };
-        /** @description One page of a list. */
+        /**
+         * @description One page of a list: at most `limit` items, and at most about 1 MiB of them, so a page of large
+         *     items may hold fewer than `limit` (always at least one). Follow `next_cursor` until it is null.
+         */
         ReceivedInvitePage: {
             items: components["schemas"]["ReceivedInvite"][];
             /** @description Pass as `cursor` to get the next page; null on the last page. */
@@ -1593,6 +1632,15 @@ export interface operations {
             };
             /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 409: a uniqueness or state rule refused the change; see `code`. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3308,6 +3356,15 @@ export interface operations {
             };
             /** @description 404 `not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 409: a uniqueness or state rule refused the change; see `code`. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

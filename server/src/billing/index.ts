@@ -10,13 +10,16 @@ import { BillingUnavailable, Unavailable } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { StripeBilling } from './stripe.js';
 
+function webhookOff(): never {
+  throw new Unavailable('Billing is not configured on this server (no STRIPE_SECRET_KEY); the webhook is off.');
+}
+
 export const billingOff: SubscriptionCanceller = {
   async cancelSubscription() {
     throw new BillingUnavailable();
   },
-  verifyEvent() {
-    throw new Unavailable('Billing is not configured on this server (no STRIPE_SECRET_KEY); the webhook is off.');
-  },
+  assertWebhookOn: webhookOff,
+  verifyEvent: webhookOff,
 };
 
 /** Stripe when a secret key is configured, otherwise billing off (and the stripe package never loaded). */

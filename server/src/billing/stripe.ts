@@ -33,6 +33,12 @@ export interface StripeSettings {
 
 class DeadlineExceeded extends Error {}
 
+function notAnEvent(): InvalidRequest {
+  return new InvalidRequest('The body is not a Stripe event with an id, type, created and data.object.', [
+    { path: '/body', message: 'is not a Stripe event' },
+  ]);
+}
+
 /** The package's host, port and protocol settings for an API address. */
 export function connectionOptions(apiUrl: string): { host: string; port: number; protocol: 'http' | 'https' } {
   const url = new URL(apiUrl);
@@ -114,12 +120,19 @@ export class StripeBilling implements SubscriptionCanceller {
     }
   }
 
-  verifyEvent(rawBody: string, signature: string): WebhookEvent {
+  assertWebhookOn(): void {
     if (!this.webhookSecret) throw new Unavailable('The Stripe webhook is not configured on this server (no STRIPE_WEBHOOK_SECRET).');
+  }
+
+  /** The signature is checked on the bytes; the package parses them (JSON.parse) only once it holds. */
+  verifyEvent(rawBody: Buffer, signature: string): WebhookEvent {
+    this.assertWebhookOn();
     let event: Stripe.Event;
     try {
-      event = this.stripe.webhooks.constructEvent(rawBody, signature, this.webhookSecret, WEBHOOK_TOLERANCE_S);
+      event = this.stripe.webhooks.constructEvent(rawBody, signature, this.webhookSecret!, WEBHOOK_TOLERANCE_S);
     } catch (error) {
+      // Signed, but not an event the package can read (not JSON, or a thin event).
+      if (!(error instanceof this.errors.StripeSignatureVerificationError)) throw notAnEvent();
       this.log.warn({ error: describe(this.errors, error) }, 'webhook signature refused');
       throw new InvalidRequest('The Stripe-Signature header does not sign this body with the configured secret, or is too old.', [
         { path: '/headers/stripe-signature', message: 'does not match the body, or is too old' },
@@ -127,7 +140,7 @@ export class StripeBilling implements SubscriptionCanceller {
     }
     const object = (event as { data?: { object?: unknown } }).data?.object;
     if (typeof event.id !== 'string' || typeof event.type !== 'string' || !Number.isInteger(event.created) || typeof object !== 'object' || object === null) {
-      throw new InvalidRequest('The event has no id, type, created or data.object.', [{ path: '/body', message: 'is not a Stripe event' }]);
+      throw notAnEvent();
     }
     return { id: event.id, type: event.type, created: event.created, object: object as Record<string, unknown> };
   }

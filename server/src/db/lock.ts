@@ -1,15 +1,48 @@
-import { link, readFile, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+import { chmod, link, mkdir, readFile, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import path from 'node:path';
 
+/** The embedded data folder cannot be used as it is; the message says why and what to do. */
+export class DataDirError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
 /** Another live process owns the embedded data folder. */
-export class DataDirInUseError extends Error {
+export class DataDirInUseError extends DataDirError {
   constructor(
     readonly dataDir: string,
     readonly pid: number,
   ) {
     super(`the data folder ${dataDir} is in use by process ${pid}`);
+  }
+}
+
+/**
+ * Makes `dataDir` (creating it if need be) a folder only this user can enter, whatever its mode was:
+ * the database's files inside are then out of other users' reach whatever their own modes, which no
+ * umask governs (PGlite sets them 0666 itself) and whose write-ahead log holds every row written. A
+ * folder owned by another user is refused rather than used: its owner could open it again at any time.
+ */
+export async function closeDataDir(dataDir: string): Promise<void> {
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const uid = process.getuid?.();
+  // No POSIX owners and modes to check (Windows).
+  if (uid === undefined) return;
+  const { uid: owner, mode } = await stat(dataDir);
+  if (owner !== uid) {
+    throw new DataDirError(`the data folder ${dataDir} belongs to user ${owner}, but this process runs as user ${uid}: ` +
+      `run it as user ${owner}, or give the folder to user ${uid} (chown)`);
+  }
+  if ((mode & 0o777) === 0o700) return;
+  // Checked again after the change: some file systems (a share, a FUSE mount) accept chmod and ignore it.
+  const failure = await chmod(dataDir, 0o700).then(() => undefined, (err: Error) => err.message);
+  if (((await stat(dataDir)).mode & 0o077) !== 0) {
+    throw new DataDirError(`the data folder ${dataDir} is open to other users (mode ${(mode & 0o777).toString(8)}) and could not ` +
+      `be closed to them${failure ? `: ${failure}` : ' (its file system keeps the mode)'}`);
   }
 }
 

@@ -1,11 +1,12 @@
-import { mkdir, readdir } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MikroORM, type Options } from '@mikro-orm/postgresql';
+import { MikroORM, type Knex, type Options } from '@mikro-orm/postgresql';
+import pg from 'pg';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { entities } from './entities.js';
-import { lockDataDir } from './lock.js';
+import { EMBEDDED_URL, openEmbedded } from './embedded.js';
 import { usePreparedStatements } from './sql.js';
 
 export type { MikroORM };
@@ -14,15 +15,38 @@ export interface Database {
   orm: MikroORM;
   kind: 'postgresql' | 'embedded';
   description: string;
+  /** Why the database has stopped for good, once it has (the embedded one only): a restart of the process is needed. */
+  failed(): string | undefined;
   close(): Promise<void>;
 }
 
-// Applies to migrations too: one that may run longer (an index on a big table) starts with
-// `set local statement_timeout = 0`. PGlite accepts the setting but cannot enforce it (no timers).
-const STATEMENT_TIMEOUT_MS = 15_000;
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-function ormOptions(clientUrl: string, logger: Logger, pool: Options['pool']): Options {
+/**
+ * How much longer than the server's `statement_timeout` the client waits for an answer. Past the
+ * server's own bound only a server that does not answer at all (stalled, or cut off by the network)
+ * keeps a query waiting: the client then gives up (pg's "Query read timeout").
+ */
+const QUERY_TIMEOUT_MARGIN_MS = 1_000;
+
+/**
+ * The pg client settings of every connection to `databaseUrl`: bounded connecting, TCP keepalive,
+ * the server's `statement_timeout` as a startup parameter, and the client-side bound on each query.
+ */
+export function pgConnectionOptions(databaseUrl: string, bounds: Config['database']): pg.ClientConfig {
+  return {
+    // MikroORM reads only host, port, user, password and database from clientUrl; handing pg the
+    // whole URL keeps the rest (sslmode, a socket directory in ?host=) instead of dropping it.
+    connectionString: databaseUrl,
+    connectionTimeoutMillis: bounds.connectTimeoutMs,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+    statement_timeout: bounds.statementTimeoutMs,
+    query_timeout: bounds.statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS,
+  };
+}
+
+function ormOptions(clientUrl: string, logger: Logger, bounds: Config['database'], pool: Options['pool']): Options {
   return {
     clientUrl,
     entities,
@@ -36,47 +60,119 @@ function ormOptions(clientUrl: string, logger: Logger, pool: Options['pool']): O
     debug: false,
     colors: false,
     logger: (message) => logger.debug({ orm: message }, 'mikro-orm'),
-    // MikroORM reads only host, port, user, password and database from clientUrl; handing pg the
-    // whole URL keeps the rest (sslmode, a socket directory in ?host=) instead of dropping it.
-    driverOptions: { connection: { connectionString: clientUrl } },
+    driverOptions: {
+      connection: pgConnectionOptions(clientUrl, bounds),
+      // knex's own warnings (a pooled connection found broken) go to the service's log, not to stdout.
+      log: {
+        warn: (message: unknown) => logger.warn({ knex: String(message) }, 'knex'),
+        error: (message: unknown) => logger.error({ knex: String(message) }, 'knex'),
+        deprecate: (message: unknown) => logger.debug({ knex: String(message) }, 'knex'),
+        debug: (message: unknown) => logger.debug({ knex: String(message) }, 'knex'),
+      },
+    },
     pool: {
       ...pool,
-      // No query may hang forever, whatever it waits for (a lock, a runaway plan).
+      // Past this, a request waiting for a connection gets 503 rather than queueing behind a stalled database.
+      acquireTimeoutMillis: bounds.acquireTimeoutMs,
       afterCreate: (conn: PgClient, done: (err: Error | null, conn: PgClient) => void) => {
-        conn.query(`set statement_timeout = ${STATEMENT_TIMEOUT_MS}`, (err) => done(err, conn));
+        endOnQueryTimeout(conn);
+        // No query may hang forever, whatever it waits for (a lock, a runaway plan). Set here as well as
+        // in the startup parameters, which PGlite ignores (and it cannot enforce the setting either: no timers).
+        conn.query(`set statement_timeout = ${bounds.statementTimeoutMs}`, (err: Error | null) => done(err, conn));
       },
     },
   };
 }
 
 interface PgClient {
-  query(sql: string, callback: (err: Error | null) => void): void;
+  query(...args: unknown[]): unknown;
+  end(): Promise<void>;
+}
+
+/**
+ * A query the client gave up on (`query_timeout`) leaves its connection waiting on a server that may
+ * never answer, and pg would send the next query down it. The client is ended instead: with a query
+ * outstanding pg destroys the socket at once, knex marks the connection disposed on its 'end', and
+ * the pool replaces it at the next acquire. Every query goes through here, knex's and db/sql.ts's.
+ */
+function endOnQueryTimeout(conn: PgClient): void {
+  // The client class's own method, looked up at each call rather than kept: whatever wraps the class
+  // (the tests count statements there) still sees every query.
+  const proto = Object.getPrototypeOf(conn) as PgClient;
+  const check = (err: unknown) => {
+    if (err instanceof Error && err.message === 'Query read timeout') conn.end().catch(() => undefined);
+  };
+  conn.query = function (this: PgClient, ...args: unknown[]) {
+    const callback = args.at(-1);
+    if (typeof callback === 'function') {
+      args[args.length - 1] = (err: unknown, result: unknown) => {
+        check(err);
+        (callback as (err: unknown, result: unknown) => void)(err, result);
+      };
+    }
+    const result = proto.query.apply(this, args);
+    if (result instanceof Promise) result.catch(check);
+    return result;
+  };
 }
 
 const MIGRATIONS_DIR = path.join(here, 'migrations');
 /** A migration file of this build, compiled or not; MikroORM records it under the name without extension. */
 const MIGRATION_FILE = /^(Migration\d+_\w+)\.(?:ts|js)$/;
 
+/** The session advisory lock instances migrate under: 'Signalbd' in ASCII, a key nothing else takes. */
+const MIGRATIONS_LOCK = '6010448901481194084';
+
 /**
  * Applies pending migrations and returns their names, in order. MikroORM's migrator (and the
  * ~0.15 s of modules it loads) is brought in only when the database has not recorded every
  * migration this build carries; a usual start sees that in one query.
+ *
+ * Instances of a new release may start at once on one PostgreSQL database: they migrate one at a
+ * time, each under the lock and checking again once it holds it, so the first applies what is
+ * pending and the others find it recorded. The embedded database has a single owner process.
  */
-export async function applyMigrations(orm: MikroORM): Promise<string[]> {
+export async function applyMigrations(db: Pick<Database, 'orm' | 'kind'>): Promise<string[]> {
   const bundled = (await readdir(MIGRATIONS_DIR)).flatMap((file) => MIGRATION_FILE.exec(file)?.[1] ?? []);
   // A wrong migrations path does not fail in MikroORM: it finds nothing and applies nothing.
   if (bundled.length === 0) throw new Error(`no migrations found in ${MIGRATIONS_DIR}`);
-  if (await allRecorded(orm, bundled)) return [];
+  if (await allRecorded(db.orm, bundled)) return [];
   const { Migrator } = await import('@mikro-orm/migrations');
-  Migrator.register(orm);
-  return (await orm.getMigrator().up()).map((m) => m.name);
+  Migrator.register(db.orm);
+  if (db.kind === 'embedded') return (await db.orm.getMigrator().up()).map((m) => m.name);
+  return underMigrationsLock(db.orm, async (trx) => {
+    if (await allRecorded(db.orm, bundled, trx)) return [];
+    return (await db.orm.getMigrator().up({ transaction: trx })).map((m) => m.name);
+  });
 }
 
-async function allRecorded(orm: MikroORM, names: string[]): Promise<boolean> {
+/**
+ * Runs `work` in a transaction on a connection of its own that holds the migrations lock for the
+ * whole of it; ending that session releases the lock, however `work` ends. The connection has the
+ * pool's settings but no client-side query bound: the lock is waited for as long as another
+ * instance migrates, and a migration may lift `statement_timeout` for itself (`set local`).
+ */
+async function underMigrationsLock<T>(orm: MikroORM, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+  const knex = orm.em.getConnection().getKnex();
+  const { query_timeout: _clientBound, ...settings } = (knex.client as { connectionSettings: pg.ClientConfig }).connectionSettings;
+  const client = new pg.Client(settings);
+  // A lost connection fails the statement under way; unlistened, its 'error' event would end the process.
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    await client.query(`begin; set local statement_timeout = 0; select pg_advisory_lock(${MIGRATIONS_LOCK}); commit`);
+    return await knex.transaction(work, { connection: client });
+  } finally {
+    await client.end();
+  }
+}
+
+async function allRecorded(orm: MikroORM, names: string[], trx?: Knex.Transaction): Promise<boolean> {
   const connection = orm.em.getConnection();
-  const [table] = await connection.execute<{ exists: string | null }[]>(`select to_regclass('mikro_orm_migrations') as exists`);
+  const [table] = await connection.execute<{ exists: string | null }[]>(
+    `select to_regclass('mikro_orm_migrations') as exists`, [], 'all', trx);
   if (!table?.exists) return false;
-  const recorded = await connection.execute<{ name: string }[]>('select name from mikro_orm_migrations');
+  const recorded = await connection.execute<{ name: string }[]>('select name from mikro_orm_migrations', [], 'all', trx);
   const done = new Set(recorded.map((row) => row.name));
   return names.every((name) => done.has(name));
 }
@@ -95,7 +191,7 @@ function describeUrl(databaseUrl: string): string {
 
 /**
  * Opens the database: PostgreSQL at `config.databaseUrl`, or else PGlite in `config.dataDir`, owned
- * by this process and served to MikroORM's ordinary pg driver over a loopback socket.
+ * by this process and served to MikroORM's ordinary pg driver in process (db/embedded.ts).
  */
 export async function openDatabase(config: Config, logger: Logger, opts: { migrate?: boolean } = {}): Promise<Database> {
   const started = Date.now();
@@ -107,35 +203,29 @@ export async function openDatabase(config: Config, logger: Logger, opts: { migra
     let orm: MikroORM;
     let kind: Database['kind'];
     let description: string;
+    let failed: Database['failed'] = () => undefined;
     if (config.databaseUrl) {
       kind = 'postgresql';
-      orm = await MikroORM.init(ormOptions(config.databaseUrl, logger, undefined));
+      orm = await MikroORM.init(ormOptions(config.databaseUrl, logger, config.database, undefined));
       cleanups.push(() => orm.close());
       usePreparedStatements(orm);
       description = `PostgreSQL ${await serverVersion(orm)} at ${describeUrl(config.databaseUrl)}`;
     } else {
       kind = 'embedded';
-      await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
-      cleanups.push(await lockDataDir(config.dataDir));
-      // Loaded only here: a start on PostgreSQL never pays for PGlite's modules.
-      const [{ PGlite }, { PGLiteSocketServer }] = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite-socket')]);
-      const pglite = await PGlite.create(path.join(config.dataDir, 'pg'));
-      cleanups.push(() => pglite.close());
-      // PGlite runs one query at a time: one socket connection and a pool of one, or a second
-      // connection's query can wait forever behind an open transaction.
-      const server = new PGLiteSocketServer({ db: pglite, host: '127.0.0.1', port: 0, maxConnections: 1 });
-      await server.start();
-      cleanups.push(() => server.stop());
-      orm = await MikroORM.init(ormOptions(`postgresql://postgres@${server.getServerConn()}/postgres`, logger, { min: 1, max: 1 }));
+      const embedded = await openEmbedded(config.dataDir, logger);
+      cleanups.push(() => embedded.close());
+      failed = embedded.failed;
+      // PGlite serves one connection at a time: a pool of one.
+      orm = await MikroORM.init(embedded.connectIn(ormOptions(EMBEDDED_URL, logger, config.database, { min: 1, max: 1 })));
       cleanups.push(() => orm.close());
       description = `embedded PGlite (PostgreSQL ${await serverVersion(orm)}) in ${config.dataDir}`;
     }
     if (opts.migrate ?? true) {
-      const applied = await applyMigrations(orm);
+      const applied = await applyMigrations({ orm, kind });
       if (applied.length > 0) logger.info({ migrations: applied }, 'migrations applied');
     }
     logger.info({ kind, description, ms: Date.now() - started }, 'database ready');
-    return { orm, kind, description, close };
+    return { orm, kind, description, close, failed };
   } catch (err) {
     await close().catch((closeErr: unknown) => logger.warn({ err: closeErr }, 'database cleanup failed'));
     throw err;

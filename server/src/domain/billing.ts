@@ -29,12 +29,14 @@ export interface WebhookEvent {
 
 /** Checks a webhook delivery's signature and parses it; the billing adapter implements it. */
 export interface WebhookVerifier {
+  /** Throws 503 `unavailable` when billing or its webhook secret is not configured: asked before the body is read. */
+  assertWebhookOn(): void;
   /**
-   * The event in `rawBody`, if `signature` (the `Stripe-Signature` header) signs it with the
-   * configured secret and is recent. Throws 400 `invalid_request` otherwise, and 503 `unavailable`
-   * when billing or its webhook secret is not configured.
+   * The event in `rawBody` (the bytes as received), if `signature` (the `Stripe-Signature` header)
+   * signs it with the configured secret and is recent; nothing is parsed before that is known.
+   * Throws 400 `invalid_request` otherwise, and 503 `unavailable` as `assertWebhookOn` does.
    */
-  verifyEvent(rawBody: string, signature: string): WebhookEvent;
+  verifyEvent(rawBody: Buffer, signature: string): WebhookEvent;
 }
 
 /** What an event did: changed a project, found nothing to change, was not for us, or was seen before. */

@@ -7,8 +7,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiToken, Session, User } from '../db/entities.js';
 import { NotFound } from '../errors.js';
+import { refuseAtCap, type Limits } from './limits.js';
 import { findPage, type PageRequest } from './pagination.js';
 import { query } from '../db/sql.js';
+import { lockUser, transaction } from './transaction.js';
 import { mapRow, selectColumns, sqlOnce } from './rows.js';
 
 const SESSION_IDLE_DAYS = 30;
@@ -129,23 +131,34 @@ export async function closeSession(em: EntityManager, sessionId: string): Promis
   await em.nativeDelete(Session, { id: sessionId });
 }
 
+/**
+ * Mints an API token; 409 `limit_reached` when the user has as many as it may (expired ones count
+ * until revoked). The user's row is locked while its tokens are counted, so concurrent mints pass
+ * the cap one at a time.
+ */
 export async function createApiToken(
   em: EntityManager,
   user: User,
   input: { name: string; expiresInDays?: number | undefined },
+  limits: Limits,
 ): Promise<{ apiToken: ApiToken; token: string }> {
-  const { token, tokenHash } = mintToken('api');
-  const now = new Date();
-  const apiToken = em.create(ApiToken, {
-    user,
-    name: input.name,
-    tokenHash,
-    createdAt: now,
-    lastUsedAt: null,
-    expiresAt: input.expiresInDays ? new Date(now.getTime() + input.expiresInDays * DAY_MS) : null,
+  return transaction(em, async (tx) => {
+    await lockUser(tx, user.id);
+    const tokens = await tx.count(ApiToken, { user });
+    refuseAtCap(limits, 'apiTokensPerUser', tokens, `You have ${tokens} API tokens`);
+    const { token, tokenHash } = mintToken('api');
+    const now = new Date();
+    const apiToken = tx.create(ApiToken, {
+      user,
+      name: input.name,
+      tokenHash,
+      createdAt: now,
+      lastUsedAt: null,
+      expiresAt: input.expiresInDays ? new Date(now.getTime() + input.expiresInDays * DAY_MS) : null,
+    });
+    await tx.flush();
+    return { apiToken, token };
   });
-  await em.flush();
-  return { apiToken, token };
 }
 
 export async function listApiTokens(em: EntityManager, user: User, page: PageRequest): Promise<ApiToken[]> {

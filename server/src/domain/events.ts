@@ -5,6 +5,7 @@ import { Event, Feed, type Project, type TagValue } from '../db/entities.js';
 import { InvalidRequest } from '../errors.js';
 import { feedNamed } from './feeds.js';
 import { decodeCursor, type PageRequest } from './pagination.js';
+import { lockProject, transaction } from './transaction.js';
 
 const MAX_TAGS = 20;
 const TAG_KEY = /^[a-z0-9-]{1,32}$/;
@@ -49,7 +50,12 @@ export async function publishEvent(em: EntityManager, project: Project, feedName
   const tags = input.tags ?? {};
   checkTags(tags);
   const feed = await feedNamed(em, project, feedName);
-  return em.transactional(async (tx) => {
+  return transaction(em, async (tx) => {
+    // The project row first, as every writer of a project takes it (transaction.ts), FOR NO KEY UPDATE:
+    // publishers of a project wait here one at a time, in turn with a delete of the project. Under
+    // KEY SHARE they would queue for the id order below while holding the row, a queue that keeps the
+    // row share-locked without a gap for as long as events arrive, and a delete would wait it out.
+    await lockProject(tx, project.id, 'no key update');
     await tx.execute('select pg_advisory_xact_lock(?, hashtext(?::text))', [PUBLISH_LOCK, project.id]);
     const [latest] = await tx.find(Event, { project }, { orderBy: { id: 'desc' }, limit: 1, fields: ['id'] });
     const now = new Date();

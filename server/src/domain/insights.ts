@@ -2,18 +2,26 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Insight, type InsightValue, type Project, type User } from '../db/entities.js';
 import { InvalidRequest, NotFound } from '../errors.js';
+import { query } from '../db/sql.js';
 import { recordActivity } from './activity.js';
+import { refuseAtCap, type Limits } from './limits.js';
 import { findPage, type PageRequest } from './pagination.js';
+import { lockProject, transaction } from './transaction.js';
 
 const insightNotFound = () => new NotFound('No insight with this id in this project.');
 
+/** Adds an insight; 409 `limit_reached` when the project has as many as it may. */
 export async function createInsight(
   em: EntityManager,
   actor: User,
   project: Project,
   input: { title: string; value: InsightValue; emoji?: string | null | undefined },
+  limits: Limits,
 ): Promise<Insight> {
-  return em.transactional(async (tx) => {
+  return transaction(em, async (tx) => {
+    await lockProject(tx, project.id, 'no key update');
+    const insights = await tx.count(Insight, { project });
+    refuseAtCap(limits, 'insightsPerProject', insights, `This project has ${insights} insights`);
     const insight = tx.create(Insight, { project, title: input.title, value: input.value, emoji: input.emoji ?? null });
     recordActivity(tx, project, actor, 'insight.created', { insight_id: insight.id, title: insight.title });
     await tx.flush();
@@ -40,7 +48,8 @@ export async function updateInsight(em: EntityManager, actor: User, project: Pro
   if (changes.increment !== undefined && changes.value !== undefined) {
     throw InvalidRequest.field('/body/increment', 'cannot be combined with value');
   }
-  return em.transactional(async (tx) => {
+  return transaction(em, async (tx) => {
+    await lockProject(tx, project.id, 'key share');
     if (changes.increment !== undefined) {
       const [row] = await tx.getConnection().execute<{ is_number: boolean }[]>(
         `update insights set value = to_jsonb((value #>> '{}')::numeric + ?::numeric), updated_at = now()
@@ -67,12 +76,18 @@ export async function updateInsight(em: EntityManager, actor: User, project: Pro
   });
 }
 
+const DELETE_INSIGHT = 'delete from insights where id = ? and project_id = ? returning title';
+
+/**
+ * Deletes an insight. Of concurrent deletes of one insight, only the one whose statement removed
+ * the row answers 204 and records it.
+ */
 export async function deleteInsight(em: EntityManager, actor: User, project: Project, id: string): Promise<void> {
-  await em.transactional(async (tx) => {
-    const insight = await tx.findOne(Insight, { id, project });
-    if (!insight) throw insightNotFound();
-    recordActivity(tx, project, actor, 'insight.deleted', { insight_id: id, title: insight.title });
-    tx.remove(insight);
+  await transaction(em, async (tx) => {
+    await lockProject(tx, project.id, 'key share');
+    const [deleted] = await query<{ title: string }>(tx, DELETE_INSIGHT, [id, project.id]);
+    if (!deleted) throw insightNotFound();
+    recordActivity(tx, project, actor, 'insight.deleted', { insight_id: id, title: deleted.title });
     await tx.flush();
   });
 }

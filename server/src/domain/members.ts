@@ -1,10 +1,13 @@
 /** Membership: invites, accepting them, and leaving or being removed. */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ProjectInvite, ProjectMember, User, type Project } from '../db/entities.js';
+import { query } from '../db/sql.js';
 import { Conflict, NotFound } from '../errors.js';
 import { recordActivity } from './activity.js';
+import { refuseAtCap, type Limits } from './limits.js';
 import { findPage, type PageRequest } from './pagination.js';
-import { conflictOn } from './unique.js';
+import { loadProject, type ProjectView } from './projects.js';
+import { lockProject, transaction } from './transaction.js';
 
 async function userNamed(em: EntityManager, username: string): Promise<User> {
   const user = await em.findOne(User, { username: username.toLowerCase() });
@@ -12,34 +15,58 @@ async function userNamed(em: EntityManager, username: string): Promise<User> {
   return user;
 }
 
-/** The owner removes a member, or a member removes itself (leaves). The owner stays. Returns the removed user's id. */
+const memberNotFound = () => new NotFound('No member with this username.');
+
+/**
+ * The owner removes a member, or a member removes itself (leaves). The owner stays. Returns the
+ * removed user's id. Of concurrent removals of one member, only the one whose statement removed
+ * the row answers 204 and records it.
+ */
 export async function removeMember(em: EntityManager, actor: User, project: Project, username: string): Promise<string> {
-  return em.transactional(async (tx) => {
+  return transaction(em, async (tx) => {
+    await lockProject(tx, project.id, 'key share');
     const target = await tx.findOne(ProjectMember, { project, user: { username: username.toLowerCase() } }, { populate: ['user'] });
-    if (!target) throw new NotFound('No member with this username.');
+    if (!target) throw memberNotFound();
     if (target.role === 'owner') throw new Conflict('owner_cannot_leave', "The owner cannot leave or be removed from its project.");
+    if ((await tx.nativeDelete(ProjectMember, { id: target.id })) === 0) throw memberNotFound();
     const leaving = target.user.id === actor.id;
     recordActivity(tx, project, actor, leaving ? 'member.left' : 'member.removed', { username: target.user.username });
-    tx.remove(target);
     await tx.flush();
     return target.user.id;
   });
 }
 
-export async function createInvite(em: EntityManager, actor: User, project: Project, username: string): Promise<ProjectInvite> {
+const MEMBERS_AND_INVITES = `select (select count(*) from project_members where project_id = ?)::int
+  + (select count(*) from project_invites where project_id = ?)::int as n`;
+
+/**
+ * The owner invites a user; 409 `already_member`, `already_invited`, or `limit_reached` when the
+ * project's members and pending invites together are as many as it may have (accepting an invite
+ * turns one into the other, so the cap is counted here). Invites of a project are created one at a
+ * time (the project row FOR NO KEY UPDATE), so these checks and the insert are one step.
+ */
+export async function createInvite(
+  em: EntityManager,
+  actor: User,
+  project: Project,
+  username: string,
+  limits: Limits,
+): Promise<ProjectInvite> {
   const invitee = await userNamed(em, username);
-  if (await em.count(ProjectMember, { project, user: invitee })) {
-    throw new Conflict('already_member', 'This user is already a member of the project.');
-  }
-  const create = () =>
-    em.transactional(async (tx) => {
-      const invite = tx.create(ProjectInvite, { project, user: invitee, invitedBy: actor });
-      recordActivity(tx, project, actor, 'invite.created', { username: invitee.username });
-      await tx.flush();
-      return invite;
-    });
-  return conflictOn(create, {
-    project_invites_project_user_unique: ['already_invited', 'This user already has a pending invite to the project.'],
+  return transaction(em, async (tx) => {
+    await lockProject(tx, project.id, 'no key update');
+    if (await tx.count(ProjectMember, { project, user: invitee })) {
+      throw new Conflict('already_member', 'This user is already a member of the project.');
+    }
+    if (await tx.count(ProjectInvite, { project, user: invitee })) {
+      throw new Conflict('already_invited', 'This user already has a pending invite to the project.');
+    }
+    const { n } = (await query<{ n: number }>(tx, MEMBERS_AND_INVITES, [project.id, project.id]))[0]!;
+    refuseAtCap(limits, 'membersPerProject', n, `This project has ${n} members and pending invites`);
+    const invite = tx.create(ProjectInvite, { project, user: invitee, invitedBy: actor });
+    recordActivity(tx, project, actor, 'invite.created', { username: invitee.username });
+    await tx.flush();
+    return invite;
   });
 }
 
@@ -52,21 +79,26 @@ export async function listReceivedInvites(em: EntityManager, user: User, page: P
 }
 
 /**
- * The invitee accepts: the invite becomes a membership in one transaction. The invite row is
- * deleted first, so of two concurrent accepts only one finds it.
+ * The invitee accepts: the invite becomes a membership in one transaction, which answers the
+ * project as it then is (still locked: a concurrent delete waits for it, or it for the delete and
+ * then finds no project: 404). The invite row is deleted first, so of two concurrent accepts only
+ * one finds it.
  */
-export async function acceptInvite(em: EntityManager, invitee: User, invite: ProjectInvite): Promise<void> {
-  await em.transactional(async (tx) => {
+export async function acceptInvite(em: EntityManager, invitee: User, invite: ProjectInvite): Promise<ProjectView> {
+  return transaction(em, async (tx) => {
+    await lockProject(tx, invite.project.id, 'key share');
     if ((await tx.nativeDelete(ProjectInvite, { id: invite.id })) === 0) throw new NotFound('You have no pending invite to this project.');
     tx.create(ProjectMember, { project: invite.project, user: invitee, role: 'member' });
     recordActivity(tx, invite.project, invitee, 'member.joined', { username: invitee.username });
     await tx.flush();
+    return loadProject(tx, invite.project.id);
   });
 }
 
 /** The owner revokes an invite, or the invitee declines its own. */
 export async function deleteInvite(em: EntityManager, actor: User, project: Project, username: string): Promise<void> {
-  await em.transactional(async (tx) => {
+  await transaction(em, async (tx) => {
+    await lockProject(tx, project.id, 'key share');
     const invitee = await userNamed(tx, username).catch(() => undefined);
     const deleted = invitee ? await tx.nativeDelete(ProjectInvite, { project, user: invitee }) : 0;
     if (deleted === 0) throw new NotFound('No pending invite for this user.');

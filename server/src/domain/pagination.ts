@@ -1,6 +1,7 @@
 /**
  * Cursor pagination over UUID v7 ids: they sort by creation time, so "newest first" is `id desc`
- * and a cursor is the last id seen, opaque to clients.
+ * and a cursor is the last id seen, opaque to clients. A page holds at most `limit` items and at
+ * most `PAGE_BYTES` of them, so no list answers more than 1 MiB whatever its items hold.
  */
 import type { EntityManager, EntityName, FilterQuery, FindOptions } from '@mikro-orm/postgresql';
 import { InvalidRequest } from '../errors.js';
@@ -47,12 +48,32 @@ export async function findPage<T extends { id: string }, P extends string = neve
   return em.find(entity, filter, { ...options, orderBy: { id: 'desc' }, limit: page.limit + 1 } as FindOptions<T, P>);
 }
 
-/** `rows` were fetched with `limit + 1`; the extra row only says whether another page exists. */
-export function toPage<R extends { id: string }, T>(rows: R[], limit: number, present: (row: R) => T): Page<T> {
-  const items = rows.slice(0, limit);
-  const last = items.at(-1);
-  return {
-    items: items.map(present),
-    next_cursor: rows.length > limit && last ? Buffer.from(last.id, 'utf8').toString('base64url') : null,
-  };
+/**
+ * The most bytes of JSON a page's items may fill: 1 MiB less room for the envelope
+ * (`{"success":true,"data":{"items":[…],"next_cursor":"…"}}`), so that the answer stays under 1 MiB.
+ */
+export const PAGE_BYTES = 1024 * 1024 - 1024;
+
+/**
+ * The page of `rows`, which were fetched with `limit + 1`: the extra row only says whether another
+ * page exists; `more` says so instead when the fetch itself stopped short (domain/projects.ts).
+ * Items are added while they fit in `PAGE_BYTES` (as UTF-8 JSON, the way they are sent); a page
+ * always holds at least one, and one cut short by the budget continues, through its cursor, from
+ * its last item.
+ */
+export function toPage<R extends { id: string }, T>(rows: R[], limit: number, present: (row: R) => T, more = rows.length > limit): Page<T> {
+  const items: T[] = [];
+  let bytes = 0;
+  let cut = false;
+  for (const row of rows.slice(0, limit)) {
+    const item = present(row);
+    bytes += Buffer.byteLength(JSON.stringify(item)) + 1; // and its comma
+    if (items.length > 0 && bytes > PAGE_BYTES) {
+      cut = true;
+      break;
+    }
+    items.push(item);
+  }
+  const last = rows[items.length - 1];
+  return { items, next_cursor: (cut || more) && last ? Buffer.from(last.id, 'utf8').toString('base64url') : null };
 }

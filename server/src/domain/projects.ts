@@ -3,14 +3,15 @@
  * and its activity record share one transaction; the database's unique constraint settles a race
  * for a namespace.
  */
-import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Feed, Project, ProjectMember, User } from '../db/entities.js';
 import type { IconStore } from '../storage/icons.js';
 import { recordActivity } from './activity.js';
 import type { WebhookVerifier } from './billing.js';
-import { findPage, type PageRequest } from './pagination.js';
+import { refuseAtCap, type Limits } from './limits.js';
+import { findPage, PAGE_BYTES, type PageRequest } from './pagination.js';
 import { query } from '../db/sql.js';
+import { lockProject, lockUser, transaction } from './transaction.js';
 import { conflictOn } from './unique.js';
 
 /** A member as a project's answer shows it. */
@@ -59,17 +60,26 @@ export interface SubscriptionCanceller extends WebhookVerifier {
   cancelSubscription(billingId: string): Promise<void>;
 }
 
+/**
+ * Creates a project owned by `owner`, with its first feed; 409 `limit_reached` when the owner owns
+ * as many projects as a user may. The owner's row is locked while its projects are counted, so
+ * concurrent creates of one user pass the cap one at a time.
+ */
 export async function createProject(
   em: EntityManager,
   icons: IconStore,
   owner: User,
   input: { name: string; namespace: string; icon?: string | undefined },
+  limits: Limits,
 ): Promise<ProjectView> {
   // A refused icon is refused before anything is written.
-  const icon = input.icon === undefined ? undefined : icons.parse(input.icon, 'create', '/body/icon');
+  const icon = input.icon === undefined ? undefined : await icons.parse(input.icon, 'create', '/body/icon');
   const name = input.name.trim();
   const create = () =>
-    em.transactional(async (tx) => {
+    transaction(em, async (tx) => {
+      await lockUser(tx, owner.id);
+      const owned = await tx.count(ProjectMember, { user: owner, role: 'owner' });
+      refuseAtCap(limits, 'projectsPerUser', owned, `You own ${owned} projects`);
       const project = tx.create(Project, { namespace: input.namespace, name, icon: icon?.sha256 ?? null, tier: 0, billingId: null });
       tx.create(ProjectMember, { project, user: owner, role: 'owner' });
       tx.create(Feed, { project, name: 'general', description: null, emoji: null, type: 0 });
@@ -77,14 +87,14 @@ export async function createProject(
       await tx.flush();
       // After the flush (which refuses a taken namespace), before the commit: a refused project leaves no file.
       if (icon) await icons.save(icon);
-      return project.id;
+      return loadProject(tx, project.id);
     });
-  return loadProject(em, await conflictOn(create, NAMESPACE_TAKEN));
+  return conflictOn(create, NAMESPACE_TAKEN);
 }
 
-/** A project by id, with what its answer shows; pass `refresh` after changing it in a transaction of its own. */
-export async function loadProject(em: EntityManager, id: string, options: { refresh?: boolean } = {}): Promise<ProjectView> {
-  const [view] = await viewProjects(em, [await em.findOneOrFail(Project, { id }, { refresh: options.refresh ?? false })]);
+/** A project by id, with what its answer shows. */
+export async function loadProject(em: EntityManager, id: string): Promise<ProjectView> {
+  const [view] = await viewProjects(em, [await em.findOneOrFail(Project, { id })]);
   return view!;
 }
 
@@ -99,22 +109,36 @@ export const PROJECT_CONTENTS = `
   coalesce((select json_agg(json_build_object('id', f.id, 'name', f.name, 'description', f.description, 'emoji', f.emoji, 'type', f.type) order by f.created_at, f.id)
             from feeds f where f.project_id = p.id), '[]') as feeds`;
 
-/** What `projects` answers show, in one statement whatever the number of projects, members and feeds. */
+const VIEW_PROJECTS = `select id, members, feeds from (
+    select c.id, c.ord, c.members, c.feeds, sum(octet_length(c.members::text) + octet_length(c.feeds::text)) over (order by c.ord) as bytes
+    from (select p.id, p.ord, ${PROJECT_CONTENTS} from unnest(?::uuid[]) with ordinality as p(id, ord)) c
+  ) sized
+  where ord = 1 or bytes <= ?`;
+
+/**
+ * What `projects` answers show, in one statement whatever the number of projects, members and
+ * feeds. The contents of the projects in order fill at most `PAGE_BYTES` (measured as PostgreSQL
+ * writes them, close to their answer's size): the first project always comes, and those after the
+ * one that would pass the budget are left out, so a page of big projects is never loaded in full
+ * only to be cut by `toPage`. Answers the projects that fit, in order.
+ */
 export async function viewProjects(em: EntityManager, projects: Project[]): Promise<ProjectView[]> {
   if (projects.length === 0) return [];
-  const rows = await query<{ id: string } & ProjectContents>(em, `select p.id, ${PROJECT_CONTENTS} from unnest(?::uuid[]) as p(id)`, [
-    projects.map((project) => project.id),
-  ]);
+  const rows = await query<{ id: string } & ProjectContents>(em, VIEW_PROJECTS, [projects.map((project) => project.id), PAGE_BYTES]);
   const contents = new Map(rows.map((row) => [row.id, row]));
-  return projects.map((project) => {
-    const { members, feeds } = contents.get(project.id)!;
-    return { id: project.id, project, members, feeds };
+  return projects.flatMap((project) => {
+    const { members, feeds } = contents.get(project.id) ?? {};
+    return members && feeds ? [{ id: project.id, project, members, feeds }] : [];
   });
 }
 
-export async function listProjects(em: EntityManager, user: User, page: PageRequest): Promise<ProjectView[]> {
+/** A page of the caller's projects; `more` when projects beyond those answered remain. */
+export async function listProjects(em: EntityManager, user: User, page: PageRequest): Promise<{ views: ProjectView[]; more: boolean }> {
   // The page is chosen first (filtering on the caller's membership), then its members and feeds loaded.
-  return viewProjects(em, await findPage(em, Project, { members: { user } }, page));
+  const projects = await findPage(em, Project, { members: { user } }, page);
+  const wanted = projects.slice(0, page.limit);
+  const views = await viewProjects(em, wanted);
+  return { views, more: projects.length > page.limit || views.length < wanted.length };
 }
 
 export interface ProjectChanges {
@@ -125,10 +149,11 @@ export interface ProjectChanges {
 }
 
 export async function updateProject(em: EntityManager, icons: IconStore, actor: User, project: Project, changes: ProjectChanges): Promise<ProjectView> {
-  const icon = typeof changes.icon === 'string' ? icons.parse(changes.icon, 'update', '/body/icon') : undefined;
+  const icon = typeof changes.icon === 'string' ? await icons.parse(changes.icon, 'update', '/body/icon') : undefined;
   const update = () =>
-    em.transactional(async (tx) => {
-      const current = await tx.findOneOrFail(Project, { id: project.id });
+    transaction(em, async (tx) => {
+      await lockProject(tx, project.id, 'update');
+      const current = await tx.findOneOrFail(Project, { id: project.id }, { refresh: true });
       const changed: Record<string, unknown> = {};
       const name = changes.name?.trim();
       if (name !== undefined && name !== current.name) {
@@ -147,24 +172,26 @@ export async function updateProject(em: EntityManager, icons: IconStore, actor: 
       if (Object.keys(changed).length > 0) recordActivity(tx, current, actor, 'project.updated', { changes: changed });
       await tx.flush();
       if (icon) await icons.save(icon);
+      return loadProject(tx, project.id);
     });
-  await conflictOn(update, NAMESPACE_TAKEN);
-  return loadProject(em, project.id, { refresh: true });
+  return conflictOn(update, NAMESPACE_TAKEN);
 }
 
 /**
  * Deletes a project and, by the schema's cascades, everything attached to it, in one statement.
  * A subscription is cancelled first: if that fails, nothing is deleted. The project row is locked
- * (`select … for update`) from before the cancel until the delete commits, so of two concurrent
- * deletes only one ever calls Stripe; the other then finds no row and answers 404. The Stripe call
- * is bounded by the adapter's deadline, so the lock is never held longer than that. Everything in
- * the transaction goes through `tx`: in embedded mode the pool has one connection, which it holds.
+ * FOR UPDATE from before the cancel until the delete commits, so of two concurrent deletes only one
+ * ever calls Stripe; the other then finds no row and answers 404. Every writer of the project
+ * locks its row before its children (transaction.ts), so the delete's cascade never waits for a
+ * child a writer holds while that writer waits for the project. The Stripe call is bounded by the
+ * adapter's deadline, so the lock is never held longer than that. Everything in the transaction
+ * goes through `tx`: in embedded mode the pool has one connection, which it holds.
  */
-export async function deleteProject(em: EntityManager, billing: SubscriptionCanceller, project: Project): Promise<boolean> {
-  return em.transactional(async (tx) => {
-    const current = await tx.findOne(Project, { id: project.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
-    if (!current) return false;
-    if (current.billingId) await billing.cancelSubscription(current.billingId);
-    return (await tx.nativeDelete(Project, { id: current.id })) > 0;
+export async function deleteProject(em: EntityManager, billing: SubscriptionCanceller, project: Project): Promise<void> {
+  await transaction(em, async (tx) => {
+    await lockProject(tx, project.id, 'update');
+    const { billingId } = await tx.findOneOrFail(Project, { id: project.id }, { refresh: true });
+    if (billingId) await billing.cancelSubscription(billingId);
+    await tx.nativeDelete(Project, { id: project.id });
   });
 }

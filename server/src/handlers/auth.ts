@@ -24,8 +24,8 @@ export const logout: Handler<'logout'> = async ({ caller, em, services }) => {
   return { status: 204 };
 };
 
-export const createApiToken: Handler<'createApiToken'> = async ({ body, caller, em }) => {
-  const created = await mintApiToken(em, caller.user, { name: body.name, expiresInDays: body.expires_in_days });
+export const createApiToken: Handler<'createApiToken'> = async ({ body, caller, em, services }) => {
+  const created = await mintApiToken(em, caller.user, { name: body.name, expiresInDays: body.expires_in_days }, services.config.limits);
   return { status: 201, data: presentCreatedApiToken(created) };
 };
 

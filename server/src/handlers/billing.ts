@@ -2,13 +2,24 @@ import type { Handler } from '../http/handler-types.js';
 import { applyWebhookEvent } from '../domain/billing.js';
 
 /**
- * Stripe's events. Billing off: 503 before anything else. The signature is checked on the body
- * exactly as received; only then is anything read or written. An event for an unknown project or
+ * Stripe sends events of a few KiB; this bounds what an anonymous sender can make the service read
+ * and hash before the signature refuses it.
+ */
+export const WEBHOOK_BODY_LIMIT_BYTES = 256 * 1024;
+
+/**
+ * Stripe's events (`x-raw-body`: the pipeline has not read the body). In this order, each step
+ * before any work of the next: billing and its webhook secret configured (503, before a byte of
+ * the body is read); the body read, up to WEBHOOK_BODY_LIMIT_BYTES (413, 415); its signature
+ * checked on the bytes as received, and only then parsed (400); what the service takes from the
+ * event held to the contract's rules for any body (400). An event for an unknown project or
  * subscription, or of a type not handled, is acknowledged (200) so Stripe stops resending it.
  */
-export const stripeWebhook: Handler<'stripeWebhook'> = async ({ headers, rawBody, em, services }) => {
-  // Billing configured (503 if not), then the signature (400 if missing, wrong or stale).
-  const event = services.billing.verifyEvent(rawBody ?? '', headers['Stripe-Signature'] ?? '');
+export const stripeWebhook: Handler<'stripeWebhook'> = async ({ headers, readRawBody, validateBody, em, services }) => {
+  services.billing.assertWebhookOn();
+  const rawBody = await readRawBody(WEBHOOK_BODY_LIMIT_BYTES);
+  const event = services.billing.verifyEvent(rawBody, headers['Stripe-Signature'] ?? '');
+  validateBody(event);
   const result = await applyWebhookEvent(em, services.config.stripe.priceTiers, event);
   const line = { stripeEvent: event.id, type: event.type, ...result };
   if (result.outcome === 'changed' && result.replacedBillingId) services.logger.warn(line, 'stripe checkout replaced a project subscription; the old one may still be billing');

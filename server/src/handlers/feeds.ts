@@ -10,9 +10,9 @@ export const listFeeds: Handler<'listFeeds'> = async ({ params, query, caller, e
   return { status: 200, data: toPage(await list(em, project, page), page.limit, presentFeed) };
 };
 
-export const createFeed: Handler<'createFeed'> = async ({ params, body, caller, em }) => {
+export const createFeed: Handler<'createFeed'> = async ({ params, body, caller, em, services }) => {
   const { project } = await authorize(em, caller, params.namespace, 'feed.create');
-  return { status: 201, data: presentFeed(await create(em, caller.user, project, body)) };
+  return { status: 201, data: presentFeed(await create(em, caller.user, project, body, services.config.limits)) };
 };
 
 export const updateFeed: Handler<'updateFeed'> = async ({ params, body, caller, em }) => {

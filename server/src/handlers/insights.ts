@@ -4,9 +4,9 @@ import { pageRequest, toPage } from '../domain/pagination.js';
 import { authorize } from '../policies/project.js';
 import { presentInsight } from '../presenters/project.js';
 
-export const createInsight: Handler<'createInsight'> = async ({ params, body, caller, em }) => {
+export const createInsight: Handler<'createInsight'> = async ({ params, body, caller, em, services }) => {
   const { project } = await authorize(em, caller, params.namespace, 'insight.create');
-  return { status: 201, data: presentInsight(await create(em, caller.user, project, body)) };
+  return { status: 201, data: presentInsight(await create(em, caller.user, project, body, services.config.limits)) };
 };
 
 export const listInsights: Handler<'listInsights'> = async ({ params, query, caller, em }) => {

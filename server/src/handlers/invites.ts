@@ -1,13 +1,12 @@
 import type { Handler } from '../http/handler-types.js';
 import { acceptInvite as accept, createInvite as create, deleteInvite as remove, listInvites as list, listReceivedInvites as received } from '../domain/members.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
-import { loadProject } from '../domain/projects.js';
 import { authorize } from '../policies/project.js';
 import { presentInvite, presentProject, presentReceivedInvite } from '../presenters/project.js';
 
 export const createInvite: Handler<'createInvite'> = async ({ params, body, caller, em, services }) => {
   const { project } = await authorize(em, caller, params.namespace, 'invite.create');
-  const invite = await create(em, caller.user, project, body.username);
+  const invite = await create(em, caller.user, project, body.username, services.config.limits);
   return { status: 201, data: presentInvite(invite, services.icons) };
 };
 
@@ -19,9 +18,8 @@ export const listInvites: Handler<'listInvites'> = async ({ params, query, calle
 };
 
 export const acceptInvite: Handler<'acceptInvite'> = async ({ params, caller, em, services }) => {
-  const { project, invite } = await authorize(em, caller, params.namespace, 'invite.accept', params.username);
-  await accept(em, caller.user, invite!);
-  return { status: 200, data: presentProject(await loadProject(em, project.id), services.icons) };
+  const { invite } = await authorize(em, caller, params.namespace, 'invite.accept', params.username);
+  return { status: 200, data: presentProject(await accept(em, caller.user, invite!), services.icons) };
 };
 
 export const deleteInvite: Handler<'deleteInvite'> = async ({ params, caller, em }) => {

@@ -1,3 +1,4 @@
+import { Unavailable } from '../errors.js';
 import type { Handler } from '../http/handler-types.js';
 
 export const getRoot: Handler<'getRoot'> = async () => ({
@@ -10,9 +11,35 @@ export const getOpenApi: Handler<'getOpenApi'> = async ({ services }) => ({
   raw: services.contract.document as unknown as Record<string, unknown>,
 });
 
-export const getHealth: Handler<'getHealth'> = async () => ({ status: 200, data: { status: 'ok' } });
+/**
+ * Liveness: 200 while the process can serve, 503 once the embedded database has stopped for good
+ * (a PANIC, as on a full disk): only a restart of the process opens it again, which is what a
+ * supervisor does for a failing liveness check.
+ */
+export const getHealth: Handler<'getHealth'> = async ({ services }) => {
+  if (services.db.failed() !== undefined) throw new Unavailable('The embedded database has stopped; the service needs a restart.');
+  return { status: 200, data: { status: 'ok' } };
+};
 
+/** How long readiness waits for the database: a probe must get its answer well within its own timeout. */
+const READINESS_BOUND_MS = 1_500;
+
+/**
+ * Readiness: the database answers `select 1` within READINESS_BOUND_MS, whatever the pool is doing
+ * (every connection busy, or waiting on a stalled server); else 503 at the bound.
+ */
 export const getReadiness: Handler<'getReadiness'> = async ({ em }) => {
-  await em.getConnection().execute('select 1');
+  const check = em.getConnection().execute('select 1');
+  // A check that loses the race still ends within the pool's own bounds; its failure then goes unobserved.
+  check.catch(() => undefined);
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Unavailable('The database did not answer in time; retry later.', 5)), READINESS_BOUND_MS);
+  });
+  try {
+    await Promise.race([check, bound]);
+  } finally {
+    clearTimeout(timer);
+  }
   return { status: 200, data: { status: 'ok' } };
 };

@@ -1,19 +1,18 @@
 import type { Handler } from '../http/handler-types.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
 import { createProject as create, deleteProject as remove, listProjects as list, updateProject as update } from '../domain/projects.js';
-import { NotFound } from '../errors.js';
 import { authorize, authorizeView } from '../policies/project.js';
 import { presentProject } from '../presenters/project.js';
 
 export const createProject: Handler<'createProject'> = async ({ body, caller, em, services }) => {
-  const project = await create(em, services.icons, caller.user, body);
+  const project = await create(em, services.icons, caller.user, body, services.config.limits);
   return { status: 201, data: presentProject(project, services.icons) };
 };
 
 export const listProjects: Handler<'listProjects'> = async ({ query, caller, em, services }) => {
   const page = pageRequest(query);
-  const projects = await list(em, caller.user, page);
-  return { status: 200, data: toPage(projects, page.limit, (project) => presentProject(project, services.icons)) };
+  const { views, more } = await list(em, caller.user, page);
+  return { status: 200, data: toPage(views, page.limit, (project) => presentProject(project, services.icons), more) };
 };
 
 export const getProject: Handler<'getProject'> = async ({ params, caller, em, services }) => {
@@ -29,7 +28,7 @@ export const updateProject: Handler<'updateProject'> = async ({ params, body, ca
 
 export const deleteProject: Handler<'deleteProject'> = async ({ params, caller, em, services }) => {
   const { project } = await authorize(em, caller, params.namespace, 'project.delete');
-  if (!(await remove(em, services.billing, project))) throw new NotFound('No project with this namespace.');
+  await remove(em, services.billing, project);
   services.announce({ kind: 'project-deleted', projectId: project.id });
   return { status: 204 };
 };

@@ -3,6 +3,9 @@
  * anything else in that header, and any token that resolves to nobody, is 401. Which operations
  * need a credential, and which refuse API tokens, is read from the contract (`security`,
  * `x-session-only`), so the rule lives in the spec alone.
+ *
+ * Resolving and deciding are two steps so that the rate limit can count a request between them:
+ * by its credential when one resolves, by its address when none does (http/rate-limit.ts).
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Forbidden, Unauthenticated } from '../errors.js';
@@ -11,18 +14,32 @@ import type { ContractOperation } from './contract.js';
 
 const AUTHORIZATION = /^(?:Bearer|Token) +([A-Za-z0-9_-]{1,200})$/i;
 
+/** The caller a well-formed header's token stands for; undefined for no header, a malformed one, or a token of nobody. */
+async function resolveHeader(em: EntityManager, header: string | undefined): Promise<Caller | undefined> {
+  const token = header ? AUTHORIZATION.exec(header.trim())?.[1] : undefined;
+  return token ? resolveToken(em, token) : undefined;
+}
+
 /** The caller behind an `Authorization` header: undefined when absent, 401 when present but not valid. */
 export async function callerFromHeader(em: EntityManager, header: string | undefined): Promise<Caller | undefined> {
   if (header === undefined || header === '') return undefined;
-  const token = AUTHORIZATION.exec(header.trim())?.[1];
-  const caller = token ? await resolveToken(em, token) : undefined;
+  const caller = await resolveHeader(em, header);
   if (!caller) throw new Unauthenticated();
   return caller;
 }
 
-export async function authenticate(em: EntityManager, op: ContractOperation, header: string | undefined): Promise<Caller | undefined> {
+/**
+ * The caller of an operation that needs one, if its credential resolves; undefined otherwise, and
+ * always for a public operation (which looks at the header itself, if at all). Never throws for a
+ * bad credential: `authorize` does, once the request has been counted.
+ */
+export async function identify(em: EntityManager, op: ContractOperation, header: string | undefined): Promise<Caller | undefined> {
+  return op.isPublic ? undefined : resolveHeader(em, header);
+}
+
+/** 401 when the operation needs a caller and has none, 403 when it needs a session and has an API token. */
+export function authorize(op: ContractOperation, caller: Caller | undefined): Caller | undefined {
   if (op.isPublic) return undefined;
-  const caller = await callerFromHeader(em, header);
   if (!caller) throw new Unauthenticated();
   if (op.sessionOnly && caller.kind !== 'session') {
     throw new Forbidden('session_required', 'This route needs a session token; API tokens cannot use it.');

@@ -27,7 +27,7 @@ export function cdn(store: IconStore): Middleware {
     const key = ICON_PATH.exec(ctx.path)?.[1];
     if (key === undefined || !isIconKey(key)) throw new NotFound();
 
-    // Opened before answering: a concurrent remove() then cannot break the stream half-way.
+    // Opened before answering: a concurrent prune (which moves the file aside, then removes it) cannot break the stream half-way.
     const handle = await openIcon(store.file(key));
     let streaming = false;
     try {

@@ -7,7 +7,8 @@
 import type { Readable } from 'node:stream';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
-import { ConnectionException, DriverException, ForeignKeyConstraintViolationException } from '@mikro-orm/core';
+import { DriverException, ForeignKeyConstraintViolationException } from '@mikro-orm/core';
+import pg from 'pg';
 import { ApiError, Internal, NotFound, Unavailable } from '../errors.js';
 
 export interface Outcome {
@@ -26,24 +27,61 @@ declare module 'koa' {
   }
 }
 
-/** SQLSTATE classes that mean the database is not there (connection failure, shutdown, timeout). */
-const UNAVAILABLE_SQLSTATE = /^(08|57P0|53)/;
-const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE']);
+/**
+ * Every form in which a database that is gone, killed, stalled or overwhelmed reaches the envelope,
+ * each answered 503 `unavailable` with Retry-After rather than 500: the pool replaces broken
+ * connections by itself, so the same request may succeed once the database answers again. A SQLSTATE
+ * counts on MikroORM's DriverException or on pg's own DatabaseError (db/sql.ts's statements); knex
+ * prefixes a failed query's SQL to the message, so messages are matched anywhere in it.
+ */
+const DATABASE_UNAVAILABLE: { reason: string; sqlstate?: RegExp; errno?: string[]; message?: RegExp; retryAfter: number }[] = [
+  // Connection exceptions, class 08.
+  { reason: 'connection failure', sqlstate: /^08/, retryAfter: 5 },
+  // 57P01 terminated by an administrator (pg_terminate_backend, a fast shutdown), 57P02 crash, 57P03 starting up, 57P04 database dropped.
+  { reason: 'server shutdown', sqlstate: /^57P0[1-4]$/, retryAfter: 5 },
+  // query_canceled: the statement ran past statement_timeout (a lock held too long, an overloaded server), or was cancelled.
+  { reason: 'statement timeout', sqlstate: /^57014$/, retryAfter: 5 },
+  // Insufficient resources: disk full, out of memory, too many connections.
+  { reason: 'insufficient resources', sqlstate: /^53/, retryAfter: 5 },
+  // A deadlock or a serialization failure that outlasted the domain's retries (domain/transaction.ts).
+  { reason: 'collision', sqlstate: /^(?:40P01|40001)$/, retryAfter: 1 },
+  // The socket, as Node reports it.
+  { reason: 'network', errno: ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN'],
+    retryAfter: 5 },
+  // pg: the server closed the connection ("… unexpectedly"), or connecting timed out ("… due to connection timeout").
+  { reason: 'connection lost', message: /Connection terminated/, retryAfter: 5 },
+  // pg: the server accepted the connection but did not answer it within DB_CONNECT_TIMEOUT_MS (a stalled server).
+  { reason: 'connect timeout', message: /^timeout expired$/, retryAfter: 5 },
+  // pg: no answer within query_timeout (db/orm.ts), so the server is stalled or out of reach.
+  { reason: 'query timeout', message: /Query read timeout/, retryAfter: 5 },
+  // pg: a query on a connection that was lost or ended meanwhile (a rollback after the failure).
+  { reason: 'connection unusable', message: /Client (?:has encountered a connection error|was closed) and is not queryable/,
+    retryAfter: 5 },
+  // knex: a statement for a transaction that had already ended, as one whose connection was lost at its COMMIT or ROLLBACK ends.
+  { reason: 'transaction lost', message: /Transaction query already complete/, retryAfter: 5 },
+  // knex: no pool connection within DB_ACQUIRE_TIMEOUT_MS (every one busy on a stalled database, or none can be made).
+  { reason: 'pool timeout', message: /Knex: Timeout acquiring a connection/, retryAfter: 5 },
+];
 
-function isDatabaseDown(error: unknown): boolean {
-  if (error instanceof ConnectionException) return true;
+function databaseUnavailable(error: unknown): (typeof DATABASE_UNAVAILABLE)[number] | undefined {
+  if (!(error instanceof Error)) return undefined;
   const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && (UNAVAILABLE_ERRNO.has(code) || (error instanceof DriverException && UNAVAILABLE_SQLSTATE.test(code)))) return true;
-  return error instanceof Error && /Connection terminated|timeout exceeded when trying to connect|Knex: Timeout acquiring a connection/.test(error.message);
+  const sqlstate = typeof code === 'string' && (error instanceof DriverException || error instanceof pg.DatabaseError) ? code : undefined;
+  return DATABASE_UNAVAILABLE.find((form) =>
+    (form.sqlstate && sqlstate !== undefined && form.sqlstate.test(sqlstate)) ||
+    (form.errno && typeof code === 'string' && form.errno.includes(code)) ||
+    (form.message && form.message.test(error.message)));
 }
 
 function toApiError(error: unknown, logger: Logger): ApiError {
   if (error instanceof ApiError) return error;
   // A row the change pointed at was deleted by a concurrent request (an event for a feed being deleted).
   if (error instanceof ForeignKeyConstraintViolationException) return new NotFound('What this request refers to was deleted meanwhile.');
-  if (isDatabaseDown(error)) {
-    logger.warn({ err: { type: (error as Error).name, code: (error as { code?: unknown }).code } }, 'database unavailable');
-    return new Unavailable();
+  const unavailable = databaseUnavailable(error);
+  if (unavailable) {
+    const err = { type: (error as Error).name, code: (error as { code?: unknown }).code };
+    logger.warn({ err, reason: unavailable.reason }, 'database unavailable');
+    return new Unavailable('The database could not serve this request now; retry later.', unavailable.retryAfter);
   }
   const { name, code } = (error ?? {}) as { name?: string; code?: unknown };
   const stack = error instanceof Error ? error.stack?.split('\n').filter((line) => line.trim().startsWith('at ')).slice(0, 8) : undefined;

@@ -38,8 +38,14 @@ export interface HandlerContext<K extends OperationId> {
   headers: HeaderParams<K>;
   query: QueryParams<K>;
   body: RequestBody<K>;
-  /** The body exactly as received, for signature checks (the Stripe webhook). */
-  rawBody: string | undefined;
+  /**
+   * `x-raw-body` operations only (`body` is then undefined): reads the body's bytes as received, at
+   * most `limitBytes` (413 past it, 415 unless JSON), for a check that must come before any parse
+   * (the Stripe webhook's signature). Not called, the body is never read.
+   */
+  readRawBody(limitBytes: number): Promise<Buffer>;
+  /** `x-raw-body` operations only: holds the body the handler parsed to the contract, as the pipeline does any other (400). */
+  validateBody(body: unknown): void;
   /** The authenticated caller; reading it on a public operation is a programming error. */
   readonly caller: Caller;
   /** The raw `Authorization` header, for the public operations that must look at it (sign-up). */

@@ -1,19 +1,64 @@
 /**
- * Rate limits (rate-limiter-flexible): sign-up and login per client address, every other route per
- * credential (or per address when there is none). Counters live in PostgreSQL when there is a
- * server, so every instance shares them, and in memory with the embedded database (one process).
- * Every limited answer carries `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`.
+ * Rate limits (rate-limiter-flexible). Sign-up and login count per client address. Every other
+ * route counts per caller: a credential that resolved, by what it is (the session's or API token's
+ * id, so one token however its header is spelled is one bucket), and a request without one that
+ * resolved (none, malformed, unknown, expired; and every request to a public route, whose
+ * credential dispatch does not resolve) by its client address, so made-up tokens share their
+ * sender's bucket and no counter is ever keyed by what a client wrote. Counters live in
+ * PostgreSQL when there is a server, so every instance shares them, and in memory with the
+ * embedded database (one process). Every limited answer carries `RateLimit-Limit`,
+ * `RateLimit-Remaining` and `RateLimit-Reset`.
+ *
+ * The client address is Koa's `ctx.ip`: the socket's peer, or with TRUST_PROXY = n the n-th
+ * `X-Forwarded-For` entry from the right, the right-most one no trusted proxy added (app.ts).
  */
-import { createHash } from 'node:crypto';
+import { isIP } from 'node:net';
 import type { Context } from 'koa';
 import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config } from '../config.js';
 import type { Database } from '../db/orm.js';
+import type { Caller } from '../domain/credentials.js';
 import { TooManyRequests } from '../errors.js';
 
 const AUTH_OPERATIONS = new Set(['signup', 'login']);
 /** Liveness and readiness are for load balancers; the webhook is Stripe's, authenticated by signature. */
 const EXEMPT_OPERATIONS = new Set(['getHealth', 'getReadiness', 'stripeWebhook']);
+
+/**
+ * The client's address: `ctx.ip` when it is one (a proxy may write `[v6]:port` or `v4:port`), else
+ * the socket's peer, so that what a forwarded header carries never becomes a key or a stored value
+ * unless it is an address.
+ */
+export function clientAddress(ctx: Context): string {
+  const candidate = ctx.ip.replace(/^\[([^\]]+)\](?::\d+)?$/, '$1').replace(/^(\d+\.\d+\.\d+\.\d+):\d+$/, '$1');
+  return isIP(candidate) ? candidate : (ctx.socket.remoteAddress ?? '');
+}
+
+/**
+ * The bucket an address counts in. IPv4 as it is, also when written as IPv4-mapped IPv6
+ * (`::ffff:192.0.2.1`); IPv6 by its /64, the block one subscriber is usually given whole (one
+ * client would otherwise have 2^64 buckets). Anything else (no address at all) shares one bucket.
+ */
+export function addressBucket(address: string): string {
+  const plain = address.replace(/%.*$/, '');
+  if (isIP(plain) === 4) return plain;
+  if (isIP(plain) !== 6) return 'unknown';
+  const groups = ipv6Groups(plain);
+  const mapped = groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff;
+  if (mapped) return [groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join('.');
+  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
+}
+
+/** The eight 16-bit groups of a valid IPv6 address (`::` expanded, a dotted IPv4 tail as two groups). */
+function ipv6Groups(address: string): number[] {
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(address);
+  const pair = (high: string, low: string) => ((Number(high) << 8) | Number(low)).toString(16);
+  const hex = dotted ? `${address.slice(0, dotted.index)}${pair(dotted[1]!, dotted[2]!)}:${pair(dotted[3]!, dotted[4]!)}` : address;
+  const [head = '', tail] = hex.split('::');
+  const parse = (part: string) => (part === '' ? [] : part.split(':').map((g) => parseInt(g, 16)));
+  const [left, right] = [parse(head), parse(tail ?? '')];
+  return tail === undefined ? left : [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
+}
 
 export class RateLimits {
   private constructor(
@@ -37,15 +82,16 @@ export class RateLimits {
     return new RateLimits(limiter('auth', config.rateLimits.auth), limiter('api', config.rateLimits.api));
   }
 
-  /** Takes one point for this request, or throws 429 `rate_limited` with `Retry-After`. */
-  async consume(operationId: string, ctx: Context): Promise<void> {
+  /**
+   * Takes one point for this request, or throws 429 `rate_limited` with `Retry-After`. `caller`:
+   * the credential that resolved, if any; the request counts against its address otherwise.
+   */
+  async consume(operationId: string, ctx: Context, caller: Caller | undefined): Promise<void> {
     if (EXEMPT_OPERATIONS.has(operationId)) return;
-    const byAddress = AUTH_OPERATIONS.has(operationId);
-    const limiter = byAddress ? this.auth : this.api;
+    const signIn = AUTH_OPERATIONS.has(operationId);
+    const limiter = signIn ? this.auth : this.api;
     if (!limiter) return;
-    const token = byAddress ? '' : ctx.get('Authorization');
-    // The credential is hashed: counters never hold a usable token.
-    const key = token ? `cred:${createHash('sha256').update(token).digest('hex')}` : `ip:${ctx.ip}`;
+    const key = !signIn && caller ? `${caller.kind}:${caller.credentialId}` : `ip:${addressBucket(clientAddress(ctx))}`;
     let result: RateLimiterRes;
     try {
       result = await limiter.consume(key);

@@ -6,6 +6,8 @@
  */
 import pg from 'pg';
 import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import { pgConnectionOptions } from '../db/orm.js';
 
 export type BusMessage =
   | { kind: 'event'; projectId: string; eventId: string }
@@ -71,28 +73,40 @@ export class PostgresBus implements EventBus {
   private retryMs = 250;
 
   private constructor(
-    private readonly databaseUrl: string,
+    /** The pool's connection settings (db/orm.ts): connecting and the `listen` are bounded, so a stalled server only delays the retries. */
+    private readonly connection: pg.ClientConfig,
     /** Runs SQL on the service's pool, which reconnects on its own: announcing never waits for the listener. */
     private readonly execute: (sql: string, params: unknown[]) => Promise<unknown>,
     private readonly logger: Logger,
   ) {}
 
-  static async start(databaseUrl: string, execute: (sql: string, params: unknown[]) => Promise<unknown>, logger: Logger): Promise<PostgresBus> {
-    const bus = new PostgresBus(databaseUrl, execute, logger);
+  static async start(
+    databaseUrl: string,
+    execute: (sql: string, params: unknown[]) => Promise<unknown>,
+    logger: Logger,
+    bounds: Config['database'],
+  ): Promise<PostgresBus> {
+    const bus = new PostgresBus(pgConnectionOptions(databaseUrl, bounds), execute, logger);
     await bus.connect();
     return bus;
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.databaseUrl });
+    const client = new pg.Client(this.connection);
     client.on('notification', ({ payload }) => {
       const message = payload === undefined ? undefined : decode(payload);
       if (message) for (const handler of this.handlers) handler.onMessage(message);
     });
     client.on('error', () => this.reconnect(client));
     client.on('end', () => this.reconnect(client));
-    await client.connect();
-    await client.query(`listen ${CHANNEL}`);
+    try {
+      await client.connect();
+      await client.query(`listen ${CHANNEL}`);
+    } catch (error) {
+      // Not awaited: an unanswered client is destroyed at once, but an orderly end waits for the server.
+      client.end().catch(() => undefined);
+      throw error;
+    }
     this.listener = client;
     this.retryMs = 250;
   }

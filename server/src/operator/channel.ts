@@ -1,8 +1,6 @@
-import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { rename, unlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { hostname } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Database } from '../db/orm.js';
 import { createInviteCode, InviteCodeInputError, listInviteCodes } from '../domain/invite-codes.js';
@@ -12,13 +10,15 @@ import type { Logger } from '../logger.js';
 export interface OperatorFile {
   pid: number;
   host: string;
-  port: number;
-  secret: string;
+  /** The channel's Unix socket. */
+  socket: string;
 }
 
 export const operatorFilePath = (dataDir: string): string => path.join(dataDir, 'operator.json');
 
 const MAX_BODY_BYTES = 4096;
+/** The longest Unix socket path Linux takes (sun_path is 108 bytes, with the final NUL). */
+const MAX_SOCKET_PATH_BYTES = 107;
 
 class HttpError extends Error {
   constructor(
@@ -31,13 +31,13 @@ class HttpError extends Error {
 
 /**
  * In embedded mode the service owns the only connection to the database, so operator commands
- * (`npm run invite`) ask it over loopback instead. Whoever can read operator.json (mode 0600, so
- * the service's user) holds the secret; nothing else is answered.
+ * (`npm run invite`) ask it instead, over a Unix socket in a folder only the service's user can
+ * enter: the data folder (closed to others at every start), or a folder of its own when that path is
+ * too long for a socket. Whoever reaches the socket could open the data folder itself, so every
+ * request that arrives is answered; no TCP port is opened.
  */
 export async function startOperatorChannel(db: Database, dataDir: string, logger: Logger): Promise<{ close(): Promise<void> }> {
-  const secret = randomBytes(32).toString('hex');
-  const expected = Buffer.from(`Bearer ${secret}`);
-
+  const place = await socketPlace(dataDir);
   const server = createServer((req, res) => {
     handle(req)
       .then(({ status, body }) => send(res, status, body))
@@ -50,8 +50,6 @@ export async function startOperatorChannel(db: Database, dataDir: string, logger
   });
 
   async function handle(req: IncomingMessage): Promise<{ status: number; body: unknown }> {
-    const given = Buffer.from(req.headers.authorization ?? '');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new HttpError(401, 'unauthorized');
     const route = `${req.method} ${new URL(req.url ?? '/', 'http://operator').pathname}`;
     const em = db.orm.em.fork();
     if (route === 'GET /invite-codes') return { status: 200, body: await listInviteCodes(em) };
@@ -64,17 +62,21 @@ export async function startOperatorChannel(db: Database, dataDir: string, logger
     throw new HttpError(404, 'not found');
   }
 
-  server.listen(0, '127.0.0.1');
-  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
-  const { port } = server.address() as AddressInfo;
+  try {
+    server.listen(place.socket);
+    await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  } catch (err) {
+    await place.remove();
+    throw err;
+  }
 
   // Written aside and renamed, so the file is never seen half-written nor with wider permissions.
   const file = operatorFilePath(dataDir);
   const draft = `${file}.${process.pid}`;
-  const content: OperatorFile = { pid: process.pid, host: hostname(), port, secret };
+  const content: OperatorFile = { pid: process.pid, host: hostname(), socket: place.socket };
   await writeFile(draft, JSON.stringify(content), { mode: 0o600 });
   await rename(draft, file);
-  logger.info({ port }, 'operator channel listening');
+  logger.info({ socket: place.socket }, 'operator channel listening');
 
   let closing: Promise<void> | undefined;
   return {
@@ -85,8 +87,32 @@ export async function startOperatorChannel(db: Database, dataDir: string, logger
           server.close(() => resolve());
           server.closeAllConnections();
         });
+        await place.remove();
       })()),
   };
+}
+
+/**
+ * Where the channel's socket goes: `<dataDir>/operator.sock`, or, when that path is too long for a
+ * socket, a new folder of the system's temporary one, which mkdtemp makes 0700.
+ */
+async function socketPlace(dataDir: string): Promise<{ socket: string; remove(): Promise<void> }> {
+  const inDataDir = path.join(dataDir, 'operator.sock');
+  if (Buffer.byteLength(inDataDir) <= MAX_SOCKET_PATH_BYTES) {
+    // The service holds the data folder's lock: a socket already there was left by one that died.
+    await unlink(inDataDir).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+    });
+    return { socket: inDataDir, remove: () => unlink(inDataDir).catch(() => undefined) };
+  }
+  const folder = await mkdtemp(path.join(tmpdir(), 'signalboard-operator-'));
+  const socket = path.join(folder, 'operator.sock');
+  if (Buffer.byteLength(socket) > MAX_SOCKET_PATH_BYTES) {
+    await rm(folder, { recursive: true, force: true });
+    throw new Error(`no place for the operator socket: ${inDataDir} and ${socket} are both longer than a Unix socket path may be ` +
+      `(${MAX_SOCKET_PATH_BYTES} bytes); set DATA_DIR or TMPDIR to a shorter path`);
+  }
+  return { socket, remove: () => rm(folder, { recursive: true, force: true }) };
 }
 
 async function readJson(req: IncomingMessage): Promise<{ uses?: number; expires_in_days?: number }> {

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { request } from 'node:http';
 import type { Config } from '../config.js';
 import { isOwnerAliveHere } from '../db/lock.js';
 import { openDatabase } from '../db/orm.js';
@@ -53,25 +54,45 @@ async function readOperatorFile(dataDir: string): Promise<OperatorFile | undefin
     throw new Error(`cannot read ${operatorFilePath(dataDir)} (run this as the service's user): ${(err as Error).message}`);
   }
   // Left behind by a service that died, or written by one in another container: not reachable here.
-  return isOwnerAliveHere(file) ? file : undefined;
+  // Without a socket it was written by a build older than this one, which this command cannot ask.
+  return isOwnerAliveHere(file) && typeof file.socket === 'string' ? file : undefined;
+}
+
+/** One request to the operator channel's socket: its status and its body as text. */
+function exchange(socket: string, method: string, body: string | undefined): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const headers = { 'content-type': 'application/json' };
+    const req = request({ socketPath: socket, path: '/invite-codes', method, headers, timeout: 30_000 });
+    req.on('timeout', () => req.destroy(new Error('no answer within 30 s')));
+    req.on('error', reject);
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('error', reject);
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+    });
+    req.end(body);
+  });
 }
 
 function remoteStore(service: OperatorFile): InviteCodeStore {
   async function call<R>(method: 'GET' | 'POST', body?: unknown): Promise<R> {
-    let res: Response;
+    let res: { status: number; text: string };
     try {
-      res = await fetch(`http://127.0.0.1:${service.port}/invite-codes`, {
-        method,
-        headers: { authorization: `Bearer ${service.secret}`, 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(30_000),
-      });
+      res = await exchange(service.socket, method, body === undefined ? undefined : JSON.stringify(body));
     } catch (err) {
-      throw new Error(`the running service (process ${service.pid}) did not answer on 127.0.0.1:${service.port}: ${(err as Error).message}`);
+      throw new Error(`the running service (process ${service.pid}) did not answer on ${service.socket}: ${(err as Error).message}`);
     }
-    const answer = (await res.json().catch(() => ({}))) as { error?: string };
+    let answer: { error?: string } = {};
+    try {
+      answer = JSON.parse(res.text) as { error?: string };
+    } catch {
+      // Not JSON: the status alone is reported.
+    }
     if (res.status === 400) throw new InviteCodeInputError(answer.error ?? 'bad request');
-    if (!res.ok) throw new Error(`the running service (process ${service.pid}) answered ${res.status} ${answer.error ?? ''}`.trim());
+    if (res.status < 200 || res.status > 299) {
+      throw new Error(`the running service (process ${service.pid}) answered ${res.status} ${answer.error ?? ''}`.trim());
+    }
     return answer as R;
   }
   const date = (s: string | null) => (s === null ? null : new Date(s));
@@ -86,7 +107,8 @@ function remoteStore(service: OperatorFile): InviteCodeStore {
       return { ...c, expires_at: date(c.expires_at) };
     },
     async list() {
-      const rows = await call<(Omit<InviteCodeRow, 'expires_at' | 'created_at'> & { expires_at: string | null; created_at: string })[]>('GET');
+      type Row = Omit<InviteCodeRow, 'expires_at' | 'created_at'> & { expires_at: string | null; created_at: string };
+      const rows = await call<Row[]>('GET');
       return rows.map((r) => ({ ...r, expires_at: date(r.expires_at), created_at: new Date(r.created_at) }));
     },
   };

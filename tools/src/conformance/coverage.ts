@@ -62,7 +62,13 @@ export function notProvokableReason(op: Operation, status: number, context: Cove
     if (context.notLimited.has(op.key)) return 'this deployment does not rate-limit it: a spent credential got its usual answer (the README exempts health checks and the webhook)';
     return undefined;
   }
+  if (status === 409 && (op.key === 'POST /v1/auth/tokens' || op.key === 'POST /v1/projects/{namespace}/insights')) {
+    return "409 `limit_reached` needs the user's API tokens or the project's insights filled to the deployment's cap; a conformance run does not fill them";
+  }
   if (status === 502) return '502 `billing_unavailable` needs a project with a Stripe subscription (only a Stripe checkout sets billing_id) and Stripe failing when it is deleted';
+  if (op.caller === 'stripe' && (status === 413 || status === 415) && context.billingOn === false) {
+    return 'billing is off on this deployment: the webhook answers 503 before it reads the body';
+  }
   if (op.caller === 'stripe' && status === 200) {
     if (!context.webhookSecret) return "200 needs an event signed with the deployment's webhook secret: pass --stripe-webhook-secret";
     if (context.billingOn === false) return 'billing is off on this deployment: the webhook answers 503 to every event';

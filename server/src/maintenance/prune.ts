@@ -1,0 +1,182 @@
+/**
+ * Background maintenance: removes icon files nothing refers to any more and `stripe_events` rows
+ * past their retention, in bounded batches, every few minutes; and at start, the temporary icon
+ * files a killed process left. On PostgreSQL one instance at a time prunes: each run first takes a
+ * session advisory lock on a connection of its own, and an instance that finds it taken skips the
+ * run. (Pruning stays correct if two runs ever overlap: the lock only spares the duplicate work.)
+ * The embedded database has a single owning process, whose runs never overlap. A failed run is
+ * logged as a warning and the next one tries again; nothing here ever stops the service.
+ */
+import pg from 'pg';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { Database } from '../db/orm.js';
+import { query } from '../db/sql.js';
+import type { IconStore } from '../storage/icons.js';
+
+export interface MaintenanceOptions {
+  intervalMs: number;
+  /** A temporary icon file younger than this may be a write in progress (this instance or another). */
+  tempGraceMs: number;
+  /**
+   * An icon file written or saved again within this time is kept even when nothing refers to it:
+   * the transaction that wrote it may not have committed yet.
+   */
+  iconGraceMs: number;
+  /** Stripe retries a delivery for up to 3 days; an event id is kept well beyond, to recognise a redelivery. */
+  stripeEventRetentionMs: number;
+  /** Rows or files per batch, and batches per run for each kind. */
+  batchSize: number;
+  maxBatches: number;
+}
+
+export const MAINTENANCE_DEFAULTS: MaintenanceOptions = {
+  intervalMs: 5 * 60_000,
+  tempGraceMs: 60_000,
+  iconGraceMs: 60 * 60_000,
+  stripeEventRetentionMs: 30 * 24 * 60 * 60_000,
+  batchSize: 500,
+  maxBatches: 20,
+};
+
+export interface PruneReport {
+  /** False when another run (here, or on another instance) held the lock. */
+  ran: boolean;
+  icons: number;
+  stripeEvents: number;
+}
+
+/** The advisory lock (class, key) of pruning; the class differs from every other lock's of this service. */
+const PRUNE_LOCK = [0x5b1f, 1] as const;
+
+const SKIPPED: PruneReport = { ran: false, icons: 0, stripeEvents: 0 };
+
+/** What a warning shows of an error: its type and code, never its message (a driver's can hold SQL with values). */
+function errorFields(error: unknown): { type: unknown; code: unknown } {
+  return { type: (error as Error).name, code: (error as { code?: unknown }).code };
+}
+
+export class Maintenance {
+  private timer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<void> | undefined;
+  private running: Promise<PruneReport> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly db: Database,
+    private readonly icons: IconStore,
+    private readonly logger: Logger,
+    private readonly config: Pick<Config, 'databaseUrl' | 'database'>,
+    private readonly options: MaintenanceOptions = MAINTENANCE_DEFAULTS,
+  ) {}
+
+  /** Sweeps the icon folder now, in the background, then prunes every `intervalMs`. */
+  start(): this {
+    this.sweeping = this.icons.sweep(this.options.tempGraceMs).then(
+      (removed) => {
+        if (removed > 0) this.logger.info({ removed }, 'stale temporary icon files removed');
+      },
+      (error: unknown) => this.logger.warn({ err: errorFields(error) }, 'icon sweep failed'),
+    );
+    this.schedule();
+    return this;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.pruneOnce()
+        .then(
+          (report) => {
+            if (report.icons + report.stripeEvents > 0) this.logger.info(report, 'pruned');
+          },
+          (error: unknown) => this.logger.warn({ err: errorFields(error) }, 'pruning failed'),
+        )
+        .finally(() => this.schedule());
+    }, this.options.intervalMs).unref();
+  }
+
+  /** One run, unless one is already under way here or on another instance (then `ran` is false). */
+  async pruneOnce(): Promise<PruneReport> {
+    if (this.running || this.stopped) return SKIPPED;
+    this.running = this.run();
+    try {
+      return await this.running;
+    } finally {
+      this.running = undefined;
+    }
+  }
+
+  /** Ends the schedule and waits for a run or sweep under way (which stops at its next batch). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await Promise.allSettled([this.sweeping, this.running]);
+  }
+
+  private async run(): Promise<PruneReport> {
+    const release = await this.lock();
+    if (!release) return SKIPPED;
+    try {
+      const stripeEvents = await this.pruneStripeEvents();
+      const icons = await this.icons.prune({
+        olderThanMs: this.options.iconGraceMs,
+        batchSize: this.options.batchSize,
+        maxRemovals: this.options.batchSize * this.options.maxBatches,
+        referenced: (keys) => this.referencedIcons(keys),
+        stopping: () => this.stopped,
+      });
+      return { ran: true, icons, stripeEvents };
+    } finally {
+      await release();
+    }
+  }
+
+  /** The lock's release, or undefined when another session holds it. Ending the session releases it. */
+  private async lock(): Promise<(() => Promise<void>) | undefined> {
+    if (this.db.kind === 'embedded') return async () => {};
+    const client = new pg.Client({
+      connectionString: this.config.databaseUrl,
+      connectionTimeoutMillis: this.config.database.connectTimeoutMs,
+    });
+    // A lost connection surfaces here as an event; it also releases the lock, which at worst lets another run overlap.
+    client.on('error', () => undefined);
+    const end = () => client.end().catch(() => undefined);
+    try {
+      await client.connect();
+      const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_lock($1, $2) as locked', [...PRUNE_LOCK]);
+      if (rows[0]?.locked) return end;
+    } catch (error) {
+      await end();
+      throw error;
+    }
+    await end();
+    return undefined;
+  }
+
+  private async pruneStripeEvents(): Promise<number> {
+    const cutoff = new Date(Date.now() - this.options.stripeEventRetentionMs);
+    let removed = 0;
+    for (let batch = 0; batch < this.options.maxBatches && !this.stopped; batch++) {
+      const [row] = await query<{ n: number }>(
+        this.db.orm.em.fork(),
+        `with gone as (delete from stripe_events where id in (select id from stripe_events where received_at < ? limit ?) returning 1)
+         select count(*)::int as n from gone`,
+        [cutoff, this.options.batchSize],
+      );
+      removed += row!.n;
+      if (row!.n < this.options.batchSize) break;
+    }
+    return removed;
+  }
+
+  /** The keys among `keys` that a project's or a user's icon refers to. */
+  private async referencedIcons(keys: string[]): Promise<Set<string>> {
+    const rows = await query<{ key: string }>(
+      this.db.orm.em.fork(),
+      'select icon as key from projects where icon = any(?::char(64)[]) union select icon from users where icon = any(?::text[])',
+      [keys, keys],
+    );
+    return new Set(rows.map((row) => row.key));
+  }
+}

@@ -1,0 +1,194 @@
+/**
+ * Background maintenance: pruning icon files nothing refers to and `stripe_events` rows past their
+ * retention (bounded, one instance at a time), the sweep of temporary icon files at start, and
+ * failures that are logged and never stop the service. Runs on the run's database; the icon
+ * folders are the test's own.
+ */
+import { expect } from 'chai';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { pino } from 'pino';
+import { loadConfig } from '../server/src/config.js';
+import type { Database } from '../server/src/db/orm.js';
+import { Maintenance, MAINTENANCE_DEFAULTS, type MaintenanceOptions } from '../server/src/maintenance/prune.js';
+import { startServer } from '../server/src/server.js';
+import { IconStore } from '../server/src/storage/icons.js';
+import { database, signUp, sql, startExtraServer } from './support/harness.js';
+import { createProject } from './support/projects.js';
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+const silent = pino({ level: 'silent' });
+
+function key(): string {
+  return createHash('sha256').update(randomBytes(16)).digest('hex');
+}
+
+function clientUrl(db: Database): string | undefined {
+  return db.kind === 'postgresql' ? db.orm.config.get('clientUrl') : undefined;
+}
+
+function maintenanceOn(db: Database, icons: IconStore, options: Partial<MaintenanceOptions> = {}): Maintenance {
+  const config = loadConfig({ DATABASE_URL: clientUrl(db) ?? '' });
+  return new Maintenance(db, icons, silent, config, { ...MAINTENANCE_DEFAULTS, ...options });
+}
+
+async function waitFor(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe('maintenance', () => {
+  let root: string;
+  let dir: string;
+  let icons: IconStore;
+
+  beforeEach(() => {
+    root = mkdtempSync(path.join(os.tmpdir(), 'signalboard-maintenance-'));
+    dir = path.join(root, 'icons');
+    mkdirSync(dir);
+    icons = new IconStore(dir, () => 'http://cdn.test');
+  });
+  afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+  /** An icon file, last written `ageMs` ago. */
+  function iconFile(name: string, ageMs: number): string {
+    const file = path.join(dir, `${name}.png`);
+    writeFileSync(file, name);
+    const then = new Date(Date.now() - ageMs);
+    utimesSync(file, then, then);
+    return name;
+  }
+
+  async function insertStripeEvents(ageMs: number, n: number): Promise<string[]> {
+    const ids = Array.from({ length: n }, () => `evt_${randomBytes(8).toString('hex')}`);
+    const receivedAt = new Date(Date.now() - ageMs);
+    for (const id of ids) await sql('insert into stripe_events (id, type, received_at) values (?, ?, ?)', [id, 'test.event', receivedAt]);
+    return ids;
+  }
+
+  /** Which of these ids `stripe_events` holds (the harness's `sql` spreads an array into a list). */
+  async function storedEvents(ids: string[]): Promise<string[]> {
+    return (await sql<{ id: string }>('select id from stripe_events where id in (?) order by id', [ids])).map((row) => row.id);
+  }
+
+  it('removes an old icon file nothing refers to, in batches; keeps referenced, fresh and just-saved ones', async () => {
+    const owner = await signUp();
+    const project = await createProject(owner.token);
+    const [byProject, byUser, saved] = [1, 2, 3].map(() => iconFile(key(), 2 * HOUR_MS)) as [string, string, string];
+    const fresh = iconFile(key(), 30 * 60_000);
+    const orphans = Array.from({ length: 5 }, () => iconFile(key(), 2 * HOUR_MS));
+    await sql('update projects set icon = ? where id = ?', [byProject, project.id]);
+    await sql('update users set icon = ? where id = ?', [byUser, owner.id]);
+    // A transaction now refers to this stored copy: saving it again marks it as just used.
+    await icons.save({ bytes: Buffer.from(saved), sha256: saved });
+    writeFileSync(path.join(dir, 'unrelated.txt'), 'not an icon');
+    utimesSync(path.join(dir, 'unrelated.txt'), new Date(0), new Date(0));
+
+    const report = await maintenanceOn(database(), icons, { batchSize: 2 }).pruneOnce();
+    expect(report).to.deep.equal({ ran: true, icons: 5, stripeEvents: 0 });
+    const kept = [byProject, byUser, fresh, saved].map((name) => `${name}.png`);
+    expect(readdirSync(dir).sort()).to.deep.equal([...kept, 'unrelated.txt'].sort());
+    for (const orphan of orphans) expect(existsSync(icons.file(orphan))).to.equal(false);
+    await sql('update users set icon = null where id = ?', [owner.id]);
+  });
+
+  it('removes at most batchSize × maxBatches icon files a run; the next run goes on', async () => {
+    for (let i = 0; i < 7; i++) iconFile(key(), 2 * HOUR_MS);
+    const maintenance = maintenanceOn(database(), icons, { batchSize: 2, maxBatches: 2 });
+    expect(await maintenance.pruneOnce()).to.deep.equal({ ran: true, icons: 4, stripeEvents: 0 });
+    expect(readdirSync(dir)).to.have.length(3);
+    expect(await maintenance.pruneOnce()).to.deep.equal({ ran: true, icons: 3, stripeEvents: 0 });
+    expect(readdirSync(dir)).to.deep.equal([]);
+  });
+
+  it('removes stripe_events rows older than the retention in bounded batches, and keeps recent ones', async () => {
+    const old = await insertStripeEvents(31 * DAY_MS, 5);
+    const recent = await insertStripeEvents(29 * DAY_MS, 2);
+    const maintenance = maintenanceOn(database(), icons, { batchSize: 2, maxBatches: 2 });
+    expect(await maintenance.pruneOnce()).to.deep.equal({ ran: true, icons: 0, stripeEvents: 4 });
+    expect(await storedEvents(old)).to.have.length(1);
+    expect(await maintenance.pruneOnce()).to.deep.equal({ ran: true, icons: 0, stripeEvents: 1 });
+    expect(await storedEvents([...old, ...recent])).to.deep.equal([...recent].sort());
+    await sql('delete from stripe_events where id in (?)', [recent]);
+  });
+
+  it('runs one prune at a time in an instance: of two concurrent calls, one skips', async () => {
+    iconFile(key(), 2 * HOUR_MS);
+    const maintenance = maintenanceOn(database(), icons);
+    const reports = await Promise.all([maintenance.pruneOnce(), maintenance.pruneOnce()]);
+    expect(reports).to.deep.equal([
+      { ran: true, icons: 1, stripeEvents: 0 },
+      { ran: false, icons: 0, stripeEvents: 0 },
+    ]);
+  });
+
+  it('on PostgreSQL, runs one prune at a time across instances: another instance skips while one runs', async function () {
+    if (database().kind !== 'postgresql') this.skip(); // an embedded database has one owning process
+    const extra = await startExtraServer();
+    const blocker = new pg.Client({ connectionString: clientUrl(database()) });
+    await blocker.connect();
+    try {
+      const [old] = await insertStripeEvents(31 * DAY_MS, 1);
+      const orphan = iconFile(key(), 2 * HOUR_MS);
+      // Holding the old row keeps the first instance's run (and its lock) under way.
+      await blocker.query('begin');
+      await blocker.query('select id from stripe_events where id = $1 for update', [old]);
+      const first = maintenanceOn(database(), icons).pruneOnce();
+      await waitFor('the first run to hold the lock', async () => {
+        const held = `select count(*)::int as n from pg_locks where locktype = 'advisory' and classid = $1 and objid = 1 and granted`;
+        const { rows } = await blocker.query(held, [0x5b1f]);
+        return rows[0].n === 1;
+      });
+      const otherIcons = new IconStore(path.join(root, 'other'), () => 'http://cdn.test');
+      expect(await maintenanceOn(extra.db, otherIcons).pruneOnce()).to.deep.equal({ ran: false, icons: 0, stripeEvents: 0 });
+      await blocker.query('commit');
+      expect(await first).to.deep.equal({ ran: true, icons: 1, stripeEvents: 1 });
+      expect(existsSync(icons.file(orphan))).to.equal(false);
+      // The lock went with the run: the other instance runs now.
+      expect(await maintenanceOn(extra.db, otherIcons).pruneOnce()).to.deep.equal({ ran: true, icons: 0, stripeEvents: 0 });
+    } finally {
+      await blocker.end();
+      await extra.close();
+    }
+  });
+
+  it('logs a failed scheduled run as a warning and keeps running', async () => {
+    const warnings: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => warnings.push(JSON.parse(line).msg) });
+    const broken = { kind: 'embedded', orm: { em: { fork: () => { throw new Error('database gone'); } } } } as unknown as Database;
+    const options = { ...MAINTENANCE_DEFAULTS, intervalMs: 10 };
+    const maintenance = new Maintenance(broken, icons, logger, loadConfig({}), options).start();
+    await waitFor('two failed runs', () => warnings.filter((msg) => msg === 'pruning failed').length >= 2);
+    await maintenance.stop();
+    expect(await maintenance.pruneOnce()).to.deep.equal({ ran: false, icons: 0, stripeEvents: 0 });
+  });
+
+  it('sweeps temporary icon files left by a killed process when the service starts, sparing fresh ones', async function () {
+    this.timeout(60_000);
+    const dataDir = path.join(root, 'data');
+    const iconDir = path.join(dataDir, 'icons');
+    mkdirSync(iconDir, { recursive: true });
+    const kept = key();
+    const stale = `.${kept}.00000000-0000-4000-8000-000000000001.tmp`;
+    const fresh = `.${kept}.00000000-0000-4000-8000-000000000002.tmp`;
+    for (const name of [stale, fresh, `${kept}.png`]) writeFileSync(path.join(iconDir, name), name);
+    const fiveMinutesAgo = new Date(Date.now() - 5 * 60_000);
+    for (const name of [stale, `${kept}.png`]) utimesSync(path.join(iconDir, name), fiveMinutesAgo, fiveMinutesAgo);
+
+    const config = { ...loadConfig({ DATABASE_URL: clientUrl(database()) ?? '' }), port: 0, host: '127.0.0.1', dataDir };
+    const server = await startServer(config, silent);
+    try {
+      await waitFor('the sweep', () => !existsSync(path.join(iconDir, stale)));
+      expect(readdirSync(iconDir).sort()).to.deep.equal([fresh, `${kept}.png`].sort());
+    } finally {
+      await server.close();
+    }
+  });
+});
