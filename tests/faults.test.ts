@@ -13,46 +13,22 @@
  *    serves again, with every acknowledged write there.
  * Skipped, with the reason printed, only when the machine has no initdb.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { expect } from 'chai';
 import pg from 'pg';
-import { pino } from 'pino';
-import { loadConfig } from '../server/src/config.js';
 import { createInviteCode } from '../server/src/domain/invite-codes.js';
-import { startServer, type RunningServer } from '../server/src/server.js';
-import { outputDir, secret } from './support/harness.js';
-import { createCluster, findPostgresBinaries, type PgCluster } from './support/pg-cluster.js';
+import type { RunningServer } from '../server/src/server.js';
+import { secret } from './support/harness.js';
+import { callService, startServiceOnOwnCluster, type ClusterAnswer, type ServiceOnCluster } from './support/own-cluster.js';
+import type { PgCluster } from './support/pg-cluster.js';
 
-interface Answer {
-  status: number;
-  json: any;
-  retryAfter: string | null;
-  ms: number;
-}
-
-async function call(base: string, method: string, urlPath: string, token?: string, body?: unknown): Promise<Answer> {
-  const started = performance.now();
-  const response = await fetch(base + urlPath, {
-    method,
-    headers: {
-      ...(token ? { Authorization: `Bearer ${token}` } : {}),
-      ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await response.text();
-  const json = text ? JSON.parse(text) : undefined;
-  return { status: response.status, json, retryAfter: response.headers.get('Retry-After'), ms: performance.now() - started };
-}
+type Answer = ClusterAnswer;
+const call = callService;
 
 describe('faults: the database goes down and comes back', function () {
   this.timeout(300_000);
-  let cluster: PgCluster | undefined;
-  let server: RunningServer | undefined;
-  let dataDir: string | undefined;
+  let own: ServiceOnCluster | undefined;
+  let cluster: PgCluster;
+  let server: RunningServer;
   let base = '';
   let token = '';
   let namespace = '';
@@ -60,43 +36,19 @@ describe('faults: the database goes down and comes back', function () {
   const eventIds: string[] = [];
 
   before(async function () {
-    const { bin, reason } = findPostgresBinaries();
-    if (!bin) {
-      console.log(`      skipped: ${reason}`);
-      this.skip();
-    }
-    cluster = await createCluster(bin!);
-    await cluster.psql('create database signalboard');
-    dataDir = mkdtempSync(path.join(os.tmpdir(), 'signalboard-faults-'));
-    const config = {
-      ...loadConfig({
-        ...process.env,
-        DATABASE_URL: cluster.url('signalboard'),
-        AUTH_RATE_LIMIT: '0',
-        API_RATE_LIMIT: '0',
-        BCRYPT_ROUNDS: '4',
-        STRIPE_SECRET_KEY: '',
-      }),
-      port: 0,
-      host: '127.0.0.1',
-      dataDir,
-    };
-    // Into the run's log, which the end-of-run check searches for leaked secrets.
-    const logger = pino({ level: 'info' }, pino.destination({ dest: path.join(outputDir, 'server.log'), sync: true }));
-    server = await startServer(config, logger);
+    own = await startServiceOnOwnCluster('faults');
+    if (!own) this.skip();
+    ({ cluster, server } = own);
     base = server.url;
-    console.log(`      own cluster: ${await cluster.psql('show server_version')}`.trim() + ` on port ${cluster.port}`);
   });
 
   after(async () => {
-    await server?.close().catch(() => {});
-    await cluster?.destroy();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    await own?.close();
   });
 
   it('commits data, answers 503 unavailable within 5 s while the database is down, and serves again when it is back', async () => {
     // Data committed before the outage.
-    const { code } = await createInviteCode(server!.db.orm.em.fork(), { uses: 5 });
+    const { code } = await createInviteCode(server.db.orm.em.fork(), { uses: 5 });
     secret(code);
     const account = { username: 'faulty', email: 'faulty@example.com', password: secret('faulty-password'), invite: code };
     const signup = await call(base, 'POST', '/v1/auth/signup', undefined, account);
@@ -115,7 +67,7 @@ describe('faults: the database goes down and comes back', function () {
 
     // The outage.
     const stopStarted = performance.now();
-    await cluster!.stop('fast');
+    await cluster.stop('fast');
     console.log(`      pg_ctl stop -m fast: ${Math.round(performance.now() - stopStarted)} ms`);
 
     const needsDatabase: [string, string, unknown?][] = [
@@ -160,7 +112,7 @@ describe('faults: the database goes down and comes back', function () {
 
     // The database comes back; the service recovers by itself.
     const startStarted = performance.now();
-    await cluster!.start();
+    await cluster.start();
     const backAt = performance.now();
     console.log(`      pg_ctl start: ${Math.round(backAt - startStarted)} ms`);
     let recovered: number | undefined;
@@ -184,7 +136,7 @@ describe('faults: the database goes down and comes back', function () {
     const events = await call(base, 'GET', `/v1/projects/${namespace}/events?limit=100`, token);
     expect(events.status).to.equal(200);
     expect((events.json.data.items as { id: string }[]).map((e) => e.id)).to.include.members(eventIds);
-    const direct = new pg.Client({ connectionString: cluster!.url('signalboard') });
+    const direct = new pg.Client({ connectionString: cluster.url('signalboard') });
     await direct.connect();
     try {
       const { rows } = await direct.query<{ n: number }>('select count(*)::int as n from insights where id = any($1::uuid[])',
@@ -202,7 +154,7 @@ describe('faults: the database goes down and comes back', function () {
 
   it('answers 503, never 500, when the backend of an open transaction is killed, and serves again', async () => {
     // The request's transaction waits on the project's row, which a transaction of the test's own holds.
-    const holder = new pg.Client({ connectionString: cluster!.url('signalboard') });
+    const holder = new pg.Client({ connectionString: cluster.url('signalboard') });
     await holder.connect();
     await holder.query('begin');
     await holder.query('select 1 from projects where namespace = $1 for update', [namespace]);
@@ -216,7 +168,7 @@ describe('faults: the database goes down and comes back', function () {
         waiting = rows.map((row) => row.pid);
       }
       expect(waiting, 'the write waits inside its transaction').to.have.length(1);
-      await cluster!.psql(`select pg_terminate_backend(${waiting[0]})`);
+      await cluster.psql(`select pg_terminate_backend(${waiting[0]})`);
       const answer = await write;
       console.log(`      backend of an open transaction killed: ${answer.status} ${answer.json?.error?.code}, `
         + `Retry-After ${answer.retryAfter}`);
@@ -243,7 +195,7 @@ describe('faults: the database goes down and comes back', function () {
       return answers;
     });
     await new Promise((resolve) => setTimeout(resolve, 300));
-    await cluster!.stop('immediate');
+    await cluster.stop('immediate');
     stopped = true;
     const answers = (await Promise.all(writers)).flat();
     const statuses = answers.map((a) => a.status);
@@ -253,7 +205,7 @@ describe('faults: the database goes down and comes back', function () {
       expect(answer.status, JSON.stringify(answer.json)).to.be.oneOf([201, 503]);
       if (answer.status === 503) expect(answer.json.error.code).to.equal('unavailable');
     }
-    await cluster!.start();
+    await cluster.start();
     let back = false;
     for (let i = 0; i < 300 && !back; i++) {
       back = (await call(base, 'GET', '/readyz')).status === 200;

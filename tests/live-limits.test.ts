@@ -5,7 +5,6 @@
  * a failed access check that keeps streams open.
  */
 import { expect } from 'chai';
-import pg from 'pg';
 import { pino } from 'pino';
 import { v7 } from 'uuid';
 import { createInviteCode } from '../server/src/domain/invite-codes.js';
@@ -15,6 +14,7 @@ import type { RunningServer } from '../server/src/server.js';
 import { baseUrl, database, secret, signUp, startExtraServer, uniqueName } from './support/harness.js';
 import { apiToken, call, createProject, expectNoContent, projectPath } from './support/projects.js';
 import { eventually, percentile, RawStream } from './support/sse.js';
+import { statementsDuring } from './support/statements.js';
 
 const streamUrl = (base: string, namespace: string) => base + projectPath(namespace, '/events/stream');
 
@@ -153,24 +153,16 @@ describe('live streams: the heartbeat checks access in one statement, whatever t
     }
     expect(streams.filter((s) => s.response.status === 200)).to.have.length(1000);
 
-    const original = pg.Client.prototype.query;
-    const seen: string[] = [];
-    pg.Client.prototype.query = function (this: pg.Client, config: string | { text: string }, ...rest: unknown[]) {
-      seen.push(typeof config === 'string' ? config : config.text);
-      return (original as (...args: unknown[]) => unknown).call(this, config, ...rest);
-    } as typeof original;
     const latencies: number[] = [];
-    const windowStarted = performance.now();
-    try {
+    const seen = await statementsDuring(async () => {
+      const windowStarted = performance.now();
       while (performance.now() - windowStarted < 2_000) {
         const started = performance.now();
-        const answer = await fetch(`${server.url}/v1/users/me`, { headers: { Authorization: `Bearer ${token}` } });
+        const answer = await fetch(`${server!.url}/v1/users/me`, { headers: { Authorization: `Bearer ${token}` } });
         await answer.arrayBuffer();
         latencies.push(performance.now() - started);
       }
-    } finally {
-      pg.Client.prototype.query = original;
-    }
+    });
     const beats = seen.filter((text) => text.includes('with ordinality as v(project_id'));
     const reads = latencies.length;
     console.log(`      2 s with 1,000 streams and a 250 ms heartbeat: ${beats.length} access checks; GET /v1/users/me ×${reads}: ` +

@@ -9,30 +9,11 @@ import path from 'node:path';
 import ts from 'typescript';
 import { expect } from 'chai';
 import bcrypt from 'bcryptjs';
-import pg from 'pg';
 import { v7 } from 'uuid';
 import { PasswordPool, WORKER_NICE } from '../server/src/domain/passwords.js';
 import { http, inviteCode, secret, signUp, sql, uniqueName, type TestUser } from './support/harness.js';
 import { call, createProject, expectData, projectPath } from './support/projects.js';
-
-/**
- * Every statement sent to PostgreSQL while `fn` runs, counted where pg puts it on the wire, below
- * MikroORM, knex and the service's own hand-written statements alike.
- */
-async function statementsDuring(fn: () => Promise<void>): Promise<string[]> {
-  const original = pg.Client.prototype.query;
-  const seen: string[] = [];
-  pg.Client.prototype.query = function (this: pg.Client, config: string | { text: string }, ...rest: unknown[]) {
-    seen.push(typeof config === 'string' ? config : config.text);
-    return (original as (...args: unknown[]) => unknown).call(this, config, ...rest);
-  } as typeof original;
-  try {
-    await fn();
-  } finally {
-    pg.Client.prototype.query = original;
-  }
-  return seen;
-}
+import { statementsDuring } from './support/statements.js';
 
 /** Adds `members` accounts as members and `feeds` feeds to a project, straight into the database. */
 async function grow(projectId: string, members: number, feeds: number): Promise<void> {

@@ -18,56 +18,19 @@
  *
  * Skipped, with the reason printed, only when the machine has no initdb.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { expect } from 'chai';
 import pg from 'pg';
 import { pino } from 'pino';
-import { loadConfig } from '../server/src/config.js';
 import { createInviteCode } from '../server/src/domain/invite-codes.js';
 import { PostgresBus, type BusMessage } from '../server/src/live/bus.js';
-import { startServer, type RunningServer } from '../server/src/server.js';
-import { outputDir, secret } from './support/harness.js';
-import { createCluster, findPostgresBinaries, type PgCluster } from './support/pg-cluster.js';
+import type { RunningServer } from '../server/src/server.js';
+import { secret } from './support/harness.js';
+import { callService, startServiceOnOwnCluster, type ClusterAnswer, type ServiceOnCluster } from './support/own-cluster.js';
+import type { PgCluster } from './support/pg-cluster.js';
 
-interface Answer {
-  request: string;
-  status: number;
-  json: any;
-  retryAfter: string | null;
-  ms: number;
-}
-
-/** An answer not there within 20 s is reported as status 0, so that the assertions below name the request. */
-async function call(base: string, method: string, urlPath: string, token?: string, body?: unknown): Promise<Answer> {
-  const request = `${method} ${urlPath}`;
-  const started = performance.now();
-  let response: Response;
-  try {
-    response = await fetch(base + urlPath, {
-      method,
-      headers: {
-        ...(token ? { Authorization: `Bearer ${token}` } : {}),
-        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      signal: AbortSignal.timeout(20_000),
-    });
-  } catch (error) {
-    if ((error as Error).name !== 'TimeoutError') throw error;
-    return { request, status: 0, json: { noAnswerWithinMs: 20_000 }, retryAfter: null, ms: performance.now() - started };
-  }
-  const text = await response.text();
-  return {
-    request,
-    status: response.status,
-    json: text ? JSON.parse(text) : undefined,
-    retryAfter: response.headers.get('Retry-After'),
-    ms: performance.now() - started,
-  };
-}
+type Answer = ClusterAnswer;
+const call = callService;
 
 function expectUnavailable(answer: Answer, when: string): void {
   const what = `${answer.request} ${when}: ${JSON.stringify(answer.json)}`;
@@ -81,39 +44,20 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('stall: the database hangs instead of refusing', function () {
   this.timeout(180_000);
-  let cluster: PgCluster | undefined;
-  let server: RunningServer | undefined;
-  let dataDir: string | undefined;
+  let own: ServiceOnCluster | undefined;
+  let cluster: PgCluster;
+  let server: RunningServer;
   let base = '';
   let token = '';
   const namespace = 'stall-proof';
   const acknowledged: string[] = [];
 
   before(async function () {
-    const { bin, reason } = findPostgresBinaries();
-    if (!bin) {
-      console.log(`      skipped: ${reason}`);
-      this.skip();
-    }
-    cluster = await createCluster(bin!);
-    await cluster.psql('create database signalboard');
-    dataDir = mkdtempSync(path.join(os.tmpdir(), 'signalboard-stall-'));
     // The database bounds are left at their defaults: the bounds asserted below are the defaults'.
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      DATABASE_URL: cluster.url('signalboard'),
-      AUTH_RATE_LIMIT: '0',
-      API_RATE_LIMIT: '0',
-      BCRYPT_ROUNDS: '4',
-      STRIPE_SECRET_KEY: '',
-    };
-    for (const name of ['DB_CONNECT_TIMEOUT_MS', 'DB_ACQUIRE_TIMEOUT_MS', 'DB_STATEMENT_TIMEOUT_MS']) delete env[name];
-    const config = { ...loadConfig(env), port: 0, host: '127.0.0.1', dataDir };
-    const logger = pino({ level: 'info' }, pino.destination({ dest: path.join(outputDir, 'server.log'), sync: true }));
-    server = await startServer(config, logger);
+    own = await startServiceOnOwnCluster('stall');
+    if (!own) this.skip();
+    ({ cluster, server } = own);
     base = server.url;
-    const version = (await cluster.psql('show server_version')).trim();
-    console.log(`      own cluster: ${version} on port ${cluster.port}; bounds ${JSON.stringify(config.database)}`);
 
     const { code } = await createInviteCode(server.db.orm.em.fork(), { uses: 1 });
     secret(code);
@@ -130,14 +74,12 @@ describe('stall: the database hangs instead of refusing', function () {
   });
 
   after(async () => {
-    await server?.close().catch(() => {});
-    await cluster?.destroy();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    await own?.close();
   });
 
   /** A transaction of the test's own holding the project's row, so that a write of the service waits inside its transaction. */
   async function holdProjectRow(): Promise<pg.Client> {
-    const holder = new pg.Client({ connectionString: cluster!.url('signalboard') });
+    const holder = new pg.Client({ connectionString: cluster.url('signalboard') });
     await holder.connect();
     await holder.query('begin');
     await holder.query('select 1 from projects where namespace = $1 for update', [namespace]);
@@ -147,7 +89,7 @@ describe('stall: the database hangs instead of refusing', function () {
   async function waitForLockWaiter(): Promise<void> {
     const started = performance.now();
     while (performance.now() - started < 5_000) {
-      const waiting = await cluster!.psql(
+      const waiting = await cluster.psql(
         `select count(*) from pg_stat_activity where datname = 'signalboard' and wait_event_type = 'Lock'`);
       if (Number(waiting.trim()) > 0) return;
       await sleep(20);
@@ -188,7 +130,7 @@ describe('stall: the database hangs instead of refusing', function () {
     // And a burst just sent.
     const burst = needsDatabase.map(send);
 
-    await cluster!.freeze();
+    await cluster.freeze();
     const frozenAt = performance.now();
     const answers: Answer[] = [];
     /** New requests, more at once than the pool has connections (10), /readyz among them; GET /healthz and GET /v1 alongside. */
@@ -222,7 +164,7 @@ describe('stall: the database hangs instead of refusing', function () {
       const slowest = await round('once every request under way has been answered');
       expect(slowest, 'the slowest answer once every connection under way has given up').to.be.below(5_000);
     } finally {
-      await cluster!.thaw();
+      await cluster.thaw();
     }
     const thawedAt = performance.now();
     await holder.query('rollback').catch(() => {});
@@ -271,14 +213,14 @@ describe('stall: the database hangs instead of refusing', function () {
         intoTheHole++;
         return;
       }
-      const upstream = net.connect(cluster!.port, '127.0.0.1');
+      const upstream = net.connect(cluster.port, '127.0.0.1');
       upstream.on('error', () => socket.destroy());
       socket.pipe(upstream).pipe(socket);
       socket.on('close', () => upstream.destroy());
     });
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
     const proxyUrl = `postgres://postgres@127.0.0.1:${(proxy.address() as net.AddressInfo).port}/signalboard`;
-    const direct = new pg.Client({ connectionString: cluster!.url('signalboard') });
+    const direct = new pg.Client({ connectionString: cluster.url('signalboard') });
     await direct.connect();
     let n = 0;
     const execute = (sql: string, params: unknown[]) => direct.query(sql.replace(/\?/g, () => `$${++n}`), params).finally(() => (n = 0));
