@@ -18,11 +18,8 @@ import pg from 'pg';
 import { createInviteCode } from '../server/src/domain/invite-codes.js';
 import type { RunningServer } from '../server/src/server.js';
 import { secret } from './support/harness.js';
-import { callService, startServiceOnOwnCluster, type ClusterAnswer, type ServiceOnCluster } from './support/own-cluster.js';
+import { callService as call, startServiceOnOwnCluster, type ClusterAnswer as Answer, type ServiceOnCluster } from './support/own-cluster.js';
 import type { PgCluster } from './support/pg-cluster.js';
-
-type Answer = ClusterAnswer;
-const call = callService;
 
 describe('faults: the database goes down and comes back', function () {
   this.timeout(300_000);

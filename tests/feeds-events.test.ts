@@ -1,7 +1,7 @@
 /**
- * Feeds and events (API.md §5b): feeds listed, created, changed and deleted by members, with their
+ * Feeds and events: feeds listed, created, changed and deleted by members, with their
  * activity; events published with an API token, read back newest first with filters and cursors;
- * every limit of §5b refused with 400 and nothing stored; non-members see 404 everywhere.
+ * every limit of the contract refused with 400 and nothing stored; non-members see 404 everywhere.
  */
 import { expect } from 'chai';
 import { publish, SignalboardError } from '../sdk/src/index.js';
@@ -332,7 +332,7 @@ describe('events', () => {
     expectInvalid(await call('GET', projectPath(project.namespace, '/events?cursor=bm90LWEtY3Vyc29y'), key), '/query/cursor');
   });
 
-  describe('every limit of API.md §5b: 400 invalid_request, nothing stored', () => {
+  describe('every limit of an event: 400 invalid_request, nothing stored', () => {
     const cases: [string, Record<string, unknown>, string | undefined][] = [
       ['an event of 0 characters', { event: '' }, '/body/event'],
       ['an event of 201 characters', { event: 'e'.repeat(201) }, '/body/event'],

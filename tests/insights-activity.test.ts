@@ -1,5 +1,5 @@
 /**
- * Insights (API.md §5): create, list, change, increment atomically, delete, always within the
+ * Insights: create, list, change, increment atomically, delete, always within the
  * project the path names; and the activity log every change writes, newest first, with its actor.
  */
 import { expect } from 'chai';

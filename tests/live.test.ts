@@ -1,5 +1,5 @@
 /**
- * The live stream of a project's events (Server-Sent Events, API.md §5b): order and ids, resuming
+ * The live stream of a project's events (Server-Sent Events): order and ids, resuming
  * with Last-Event-ID, the SDK's reconnecting iterator, access (removed members, deleted projects,
  * non-members), two service instances on one PostgreSQL database, and a client that never reads.
  */

@@ -1,5 +1,5 @@
 /**
- * Invites and membership (API.md §4): inviting, the invitee accepting or declining, the owner
+ * Invites and membership: inviting, the invitee accepting or declining, the owner
  * revoking, members leaving or being removed, and the activity each step writes. Every answer is
  * checked whole; the database is checked for the rows each step adds or removes.
  */

@@ -1,5 +1,5 @@
 /**
- * Projects: create, list, change, delete, and their icons, as the contract and API.md §2, §4 and §6
+ * Projects: create, list, change, delete, and their icons, as the contract and the README
  * describe them; each answer checked whole, and the database checked for what it holds afterwards.
  */
 import { expect } from 'chai';

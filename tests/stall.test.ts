@@ -26,11 +26,8 @@ import { createInviteCode } from '../server/src/domain/invite-codes.js';
 import { PostgresBus, type BusMessage } from '../server/src/live/bus.js';
 import type { RunningServer } from '../server/src/server.js';
 import { secret } from './support/harness.js';
-import { callService, startServiceOnOwnCluster, type ClusterAnswer, type ServiceOnCluster } from './support/own-cluster.js';
+import { callService as call, startServiceOnOwnCluster, type ClusterAnswer as Answer, type ServiceOnCluster } from './support/own-cluster.js';
 import type { PgCluster } from './support/pg-cluster.js';
-
-type Answer = ClusterAnswer;
-const call = callService;
 
 function expectUnavailable(answer: Answer, when: string): void {
   const what = `${answer.request} ${when}: ${JSON.stringify(answer.json)}`;

@@ -18,7 +18,7 @@ export interface EventInput {
   timestamp?: string | undefined;
 }
 
-/** The limits of API.md §5b that the contract cannot express: the number of tags and their keys. */
+/** The limits on tags that the contract cannot express: at most 20 of them, keys of 1–32 `[a-z0-9-]`. */
 function checkTags(tags: Record<string, TagValue>): void {
   const keys = Object.keys(tags);
   if (keys.length > MAX_TAGS) throw InvalidRequest.field('/body/tags', `must have at most ${MAX_TAGS} tags`);
