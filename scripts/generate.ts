@@ -1,6 +1,6 @@
 /**
- * The contract's generators: TypeSpec → OpenAPI 3.0 (`spec/generated/openapi.json`) → SDK types
- * (`sdk/src/generated/openapi.ts`). Both outputs are committed; `--check` regenerates into a
+ * The contract's generators: TypeSpec → OpenAPI 3.0 (`spec/generated/openapi.json`) → the contract's TypeScript types
+ * (`spec/generated/openapi.ts`, imported by both the server and the SDK). Both outputs are committed; `--check` regenerates into a
  * temporary folder and fails when the committed files differ, so a stale contract never lands.
  */
 import { execFileSync } from 'node:child_process';
@@ -13,7 +13,7 @@ import openapiTS, { astToString } from 'openapi-typescript';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const outputs = {
   openapi: path.join(root, 'spec/generated/openapi.json'),
-  types: path.join(root, 'sdk/src/generated/openapi.ts'),
+  types: path.join(root, 'spec/generated/openapi.ts'),
 };
 const check = process.argv.includes('--check');
 

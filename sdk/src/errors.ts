@@ -1,5 +1,5 @@
 /** A failed call, as the SDK's helpers (`publish`, `streamEvents`) report it. */
-import type { components } from './generated/openapi.js';
+import type { components } from '../../spec/generated/openapi.js';
 
 type ErrorCode = components['schemas']['ErrorCode'];
 type ErrorDetail = components['schemas']['ErrorDetail'];

@@ -12,7 +12,7 @@
  */
 import createFetchClient, { type Client, type ClientOptions, type FetchResponse, type MaybeOptionalInit } from 'openapi-fetch';
 import type { HttpMethod, PathsWithMethod, RequiredKeysOf } from 'openapi-typescript-helpers';
-import type { components, operations, paths } from './generated/openapi.js';
+import type { components, operations, paths } from '../../spec/generated/openapi.js';
 import { SignalboardError } from './errors.js';
 import { streamEvents, type StreamEventsOptions } from './stream.js';
 

@@ -13,7 +13,7 @@
  * simply ends) and throws a SignalboardError when the service refuses the stream (401, 403, 404,
  * 400). Only global `fetch` and web streams are used: it runs in Node.js ≥ 20, Deno, Bun and browsers.
  */
-import type { components } from './generated/openapi.js';
+import type { components } from '../../spec/generated/openapi.js';
 import { SignalboardError } from './errors.js';
 
 type Event = components['schemas']['Event'];

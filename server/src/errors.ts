@@ -2,7 +2,7 @@
  * Named errors, each with the status and code the contract gives it. Domain and handlers throw
  * these; the envelope middleware (http/envelope.ts) is the only place that turns them into answers.
  */
-import type { components } from '../../sdk/src/generated/openapi.js';
+import type { components } from '../../spec/generated/openapi.js';
 
 export type ErrorCode = components['schemas']['ErrorCode'];
 export type ErrorDetail = components['schemas']['ErrorDetail'];

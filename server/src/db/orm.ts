@@ -7,7 +7,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { entities } from './entities.js';
 import { EMBEDDED_URL, openEmbedded } from './embedded.js';
-import { usePreparedStatements } from './sql.js';
+import { usePreparedStatements } from './raw.js';
 
 export type { MikroORM };
 

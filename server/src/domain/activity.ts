@@ -2,7 +2,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Activity, type Project, type User } from '../db/entities.js';
 import { decodeCursor, type PageRequest } from './pagination.js';
-import { query } from '../db/sql.js';
+import { query } from '../db/raw.js';
 
 export type ActivityType =
   | 'project.created'

@@ -9,9 +9,9 @@ import { ApiToken, Session, User } from '../db/entities.js';
 import { NotFound } from '../errors.js';
 import { refuseAtCap, type Limits } from './limits.js';
 import { findPage, type PageRequest } from './pagination.js';
-import { query } from '../db/sql.js';
+import { query } from '../db/raw.js';
 import { lockUser, transaction } from './transaction.js';
-import { mapRow, selectColumns, sqlOnce } from './rows.js';
+import { mapRow, selectColumns, sqlOnce } from '../db/raw.js';
 
 const SESSION_IDLE_DAYS = 30;
 const DAY_MS = 24 * 60 * 60 * 1000;

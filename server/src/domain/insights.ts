@@ -2,7 +2,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Insight, type InsightValue, type Project, type User } from '../db/entities.js';
 import { InvalidRequest, NotFound } from '../errors.js';
-import { query } from '../db/sql.js';
+import { query } from '../db/raw.js';
 import { recordActivity } from './activity.js';
 import { refuseAtCap, type Limits } from './limits.js';
 import { findPage, type PageRequest } from './pagination.js';

@@ -1,7 +1,7 @@
 /** Membership: invites, accepting them, and leaving or being removed. */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ProjectInvite, ProjectMember, User, type Project } from '../db/entities.js';
-import { query } from '../db/sql.js';
+import { query } from '../db/raw.js';
 import { Conflict, NotFound } from '../errors.js';
 import { recordActivity } from './activity.js';
 import { refuseAtCap, type Limits } from './limits.js';

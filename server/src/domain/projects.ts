@@ -10,20 +10,12 @@ import { recordActivity } from './activity.js';
 import type { WebhookVerifier } from './billing.js';
 import { refuseAtCap, type Limits } from './limits.js';
 import { findPage, PAGE_BYTES, type PageRequest } from './pagination.js';
-import { query } from '../db/sql.js';
+import { query } from '../db/raw.js';
+import { PROJECT_CONTENTS, type ProjectContents } from '../db/queries/project-contents.js';
 import { lockProject, lockUser, transaction } from './transaction.js';
 import { conflictOn } from './unique.js';
 
-/** A member as a project's answer shows it. */
-export interface MemberRow {
-  id: string;
-  username: string;
-  icon: string | null;
-  role: ProjectMember['role'];
-}
-
-/** A feed as a project's answer shows it. */
-export type FeedRow = Pick<Feed, 'id' | 'name' | 'description' | 'emoji' | 'type'>;
+export type { FeedRow, MemberRow } from '../db/queries/project-contents.js';
 
 /**
  * A project with what its answer shows. Members and feeds are plain rows, not managed entities: an
@@ -37,11 +29,6 @@ export interface ProjectView extends ProjectContents {
 
 /** A project's own fields an answer shows: a managed entity, or a plain row (policies/project.ts). */
 export type ProjectFields = Pick<Project, 'id' | 'namespace' | 'name' | 'icon' | 'tier' | 'billingId' | 'createdAt'>;
-
-export interface ProjectContents {
-  members: MemberRow[];
-  feeds: FeedRow[];
-}
 
 const NAMESPACE_TAKEN = {
   projects_namespace_unique: ['namespace_taken', 'Another project already uses this namespace.'],
@@ -97,17 +84,6 @@ export async function loadProject(em: EntityManager, id: string): Promise<Projec
   const [view] = await viewProjects(em, [await em.findOneOrFail(Project, { id })]);
   return view!;
 }
-
-/**
- * The members (with their users, by joining time; the presenter puts the owner first) and feeds (by
- * creation) of the project aliased `p`, as two columns, `members` and `feeds`: PostgreSQL aggregates
- * the rows into JSON arrays, so a project's contents come in its own row whatever their size.
- */
-export const PROJECT_CONTENTS = `
-  coalesce((select json_agg(json_build_object('id', u.id, 'username', u.username, 'icon', u.icon, 'role', m.role) order by m.created_at, m.id)
-            from project_members m join users u on u.id = m.user_id where m.project_id = p.id), '[]') as members,
-  coalesce((select json_agg(json_build_object('id', f.id, 'name', f.name, 'description', f.description, 'emoji', f.emoji, 'type', f.type) order by f.created_at, f.id)
-            from feeds f where f.project_id = p.id), '[]') as feeds`;
 
 const VIEW_PROJECTS = `select id, members, feeds from (
     select c.id, c.ord, c.members, c.feeds, sum(octet_length(c.members::text) + octet_length(c.feeds::text)) over (order by c.ord) as bytes

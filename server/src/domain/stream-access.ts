@@ -5,7 +5,7 @@
  * stream on its own made every heartbeat a burst of queries that slowed everyone else's requests.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { query } from '../db/sql.js';
+import { query } from '../db/raw.js';
 import type { CredentialKind } from './credentials.js';
 
 export interface StreamViewer {

@@ -19,7 +19,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DeadlockException, type EntityManager } from '@mikro-orm/postgresql';
-import { query } from '../db/sql.js';
+import { query } from '../db/raw.js';
 import { NotFound, Unauthenticated, Unavailable } from '../errors.js';
 
 /**

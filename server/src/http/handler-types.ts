@@ -4,7 +4,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { operations } from '../../../sdk/src/generated/openapi.js';
+import type { operations } from '../../../spec/generated/openapi.js';
 import type { Caller, Device } from '../domain/credentials.js';
 import type { Services } from '../services.js';
 

@@ -11,7 +11,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Database } from '../db/orm.js';
-import { query } from '../db/sql.js';
+import { query } from '../db/raw.js';
 import type { IconStore } from '../storage/icons.js';
 
 export interface MaintenanceOptions {

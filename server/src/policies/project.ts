@@ -11,9 +11,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Project, ProjectInvite, ProjectMember } from '../db/entities.js';
 import type { Caller } from '../domain/credentials.js';
-import { PROJECT_CONTENTS, type ProjectContents, type ProjectFields, type ProjectView } from '../domain/projects.js';
-import { query } from '../db/sql.js';
-import { mapRow, plainRow, selectColumns, sqlOnce } from '../domain/rows.js';
+import { type ProjectFields, type ProjectView } from '../domain/projects.js';
+import { PROJECT_CONTENTS, type ProjectContents } from '../db/queries/project-contents.js';
+import { query } from '../db/raw.js';
+import { mapRow, plainRow, selectColumns, sqlOnce } from '../db/raw.js';
 import { Forbidden, NotFound } from '../errors.js';
 
 /** Who may act: any member; the owner alone; the owner or the member the route names (leaving);

@@ -2,7 +2,7 @@
  * Accounts and credentials on the wire. Fields are picked one by one, so a hash or a column added
  * later can never reach a response by accident.
  */
-import type { components } from '../../../sdk/src/generated/openapi.js';
+import type { components } from '../../../spec/generated/openapi.js';
 import type { ApiToken, Session, User } from '../db/entities.js';
 
 type Schemas = components['schemas'];

@@ -2,7 +2,7 @@
  * Projects and what hangs off them, on the wire. Fields are picked one by one; a member shows
  * only id, username, icon and role: never an email or anything secret.
  */
-import type { components } from '../../../sdk/src/generated/openapi.js';
+import type { components } from '../../../spec/generated/openapi.js';
 import type { Event, Insight, ProjectInvite, ProjectMember, User } from '../db/entities.js';
 import type { ActivityRow } from '../domain/activity.js';
 import type { FeedRow, ProjectView } from '../domain/projects.js';

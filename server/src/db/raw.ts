@@ -1,18 +1,77 @@
 /**
- * Hand-written SQL for the statements every request runs: the credential behind a token, the
- * project a route names with the caller's membership (policies/project.ts), a project's members and
- * feeds, an activity page.
+ * The one module that knows the insides of MikroORM and knex: it runs hand-written statements on
+ * the connection MikroORM would use, and maps their rows. The named statements of each concern
+ * (db/queries/) are built on it; nothing outside server/src/db/ speaks SQL.
  *
- * MikroORM spends about 1–3 ms of CPU building, compiling and hydrating each `find` (profiled in
- * BENCHMARKS.md), several times the cost of the statement itself. These few hot statements are
- * written by hand, with the helpers here, and run by db/sql.ts. Rows the request may change (the
- * caller, the project) become the same managed entity `find` would have made, merged into the
- * identity map (`mapRow`) when a handler first uses them; rows an answer only shows stay plain
- * values (`plainRow`, domain/projects.ts, domain/activity.ts).
+ * Statements run straight on a pg connection of MikroORM's pool: the request's transaction's
+ * connection when one is open, else one taken from the pool for this statement alone. On
+ * PostgreSQL they go as named prepared statements: each pooled connection parses and plans a
+ * statement once and then only binds and executes it (for the project read, planning took longer
+ * than running). Anything that pools connections between the service and PostgreSQL must then keep
+ * prepared statements per client (PgBouncer's transaction mode needs `max_prepared_statements`,
+ * 1.21+). The embedded database gets unnamed statements: PGlite is a single session that outlives a
+ * reconnecting client, which would then prepare a name that already exists.
  *
- * Column lists come from the entity metadata, so a column added to an entity is selected here too.
+ * Why by hand at all: MikroORM spends about 1–3 ms of CPU building, compiling and hydrating each
+ * `find`, several times the cost of the statement itself, so the statements every request runs
+ * (the credential, the project with the caller's role, a project's contents, an activity page) are
+ * written out. Rows the request may change (the caller, the project) become the same managed
+ * entity `find` would have made, merged into the identity map (`mapRow`) when first used; rows an
+ * answer only shows stay plain values (`plainRow`). Column lists come from the entity metadata, so
+ * a column added to an entity is selected here too.
  */
-import { wrap, type EntityManager, type EntityName } from '@mikro-orm/postgresql';
+import { wrap, type EntityManager, type EntityName, type MikroORM } from '@mikro-orm/postgresql';
+
+interface PgConnection {
+  query<T>(config: { name?: string; text: string; values: unknown[] }): Promise<{ rows: T[] }>;
+}
+
+/** knex's client: the pool's, or a transaction's, whose `acquireConnection` answers the transaction's connection. */
+interface ConnectionSource {
+  acquireConnection(): Promise<PgConnection>;
+  releaseConnection(connection: PgConnection): unknown;
+}
+
+const prepared = new WeakSet<object>();
+
+/** Statements of this ORM's connections are prepared once per connection (PostgreSQL only). */
+export function usePreparedStatements(orm: MikroORM): void {
+  prepared.add(orm.em.getConnection().getKnex());
+}
+
+interface Statement {
+  name: string;
+  text: string;
+}
+
+const statements = new Map<string, Statement>();
+
+/** `?` placeholders become `$1…`, once per distinct SQL text, which also names the prepared statement. */
+function statement(sql: string): Statement {
+  let found = statements.get(sql);
+  if (!found) {
+    let n = 0;
+    found = { name: `sb_${statements.size + 1}`, text: sql.replace(/\?/g, () => `$${++n}`) };
+    statements.set(sql, found);
+  }
+  return found;
+}
+
+/**
+ * Runs `sql` with `params`: `?` marks a parameter (so the SQL itself must not contain a `?`), and an
+ * array is one parameter, e.g. `?::uuid[]`.
+ */
+export async function query<T = Record<string, unknown>>(em: EntityManager, sql: string, params: unknown[]): Promise<T[]> {
+  const knex = em.getConnection().getKnex();
+  const source = ((em.getTransactionContext() as { client?: ConnectionSource } | undefined) ?? knex).client as ConnectionSource;
+  const { name, text } = statement(sql);
+  const connection = await source.acquireConnection();
+  try {
+    return (await connection.query<T>({ name: prepared.has(knex) ? name : undefined, text, values: params })).rows;
+  } finally {
+    source.releaseConnection(connection);
+  }
+}
 
 const columnLists = new Map<string, string[]>();
 
