@@ -2,7 +2,7 @@
 import Koa from 'koa';
 import { handlers } from './handlers/index.js';
 import { cdn } from './http/cdn.js';
-import { dispatch } from './http/dispatch.js';
+import { dispatch, type Pipeline } from './http/dispatch.js';
 import { docs } from './http/docs.js';
 import { envelope } from './http/envelope.js';
 import type { Metrics } from './http/metrics.js';
@@ -10,7 +10,7 @@ import { requestLog } from './http/request-log.js';
 import { cors, securityHeaders } from './http/security.js';
 import type { Services } from './services.js';
 
-export function createApp(services: Services, metrics?: Metrics): Koa {
+export function createApp(services: Services, pipeline: Pipeline, metrics?: Metrics): Koa {
   // Client addresses (rate limits, session devices) come from X-Forwarded-For only when configured,
   // and then from the right-most address no trusted proxy added: Koa keeps the last `maxIpsCount`
   // entries and takes the first of those.
@@ -25,6 +25,6 @@ export function createApp(services: Services, metrics?: Metrics): Koa {
   app.use(cors(services.config.corsOrigins));
   app.use(cdn(services.icons));
   app.use(docs());
-  app.use(dispatch(services.contract, handlers, services));
+  app.use(dispatch(pipeline, handlers, services));
   return app;
 }

@@ -18,25 +18,25 @@ try {
   const server = await startServer(config, logger);
   logger.info({ ms: Math.round(performance.now() - started) }, 'ready');
   let stopping = false;
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, async () => {
-      if (stopping) return;
-      stopping = true;
-      logger.info({ signal }, 'shutting down');
-      // The drain has its own deadline; this one covers what follows it (closing the database).
-      const force = setTimeout(() => process.exit(1), config.http.shutdownTimeoutMs + 10_000).unref();
-      let code = 0;
-      try {
-        await server.close();
-        logger.info('closed');
-      } catch (error) {
-        logger.error({ error: { type: (error as Error).name, message: (error as Error).message } }, 'shutdown incomplete');
-        code = 1;
-      }
-      clearTimeout(force);
-      process.exit(code);
-    });
-  }
+  const stop = async (signal: NodeJS.Signals): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    // The drain has its own deadline; this one covers what follows it (closing the database).
+    const force = setTimeout(() => process.exit(1), config.http.shutdownTimeoutMs + 10_000).unref();
+    let code = 0;
+    try {
+      await server.close();
+      logger.info('closed');
+    } catch (error) {
+      logger.error({ error: { type: (error as Error).name, message: (error as Error).message } }, 'shutdown incomplete');
+      code = 1;
+    }
+    clearTimeout(force);
+    process.exit(code);
+  };
+  // `stop` never rejects: every failure is caught and ends in an exit code.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, (received) => void stop(received));
 } catch (error) {
   // Not under `err`: pino's error serializer would replace `type` with the object's constructor name.
   logger.fatal({ error: { type: (error as Error).name, message: (error as Error).message } }, 'could not start');

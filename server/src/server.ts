@@ -46,9 +46,10 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   };
   try {
     let url = '';
-    const { services, close } = await createServices(config, logger, db, contract, () => url);
+    const { services, rateLimits, close } = await createServices(config, logger, db, () => url);
     cleanups.push(close);
-    const app = createApp(services, config.metrics.enabled ? await Metrics.create(db) : undefined).callback();
+    const metrics = config.metrics.enabled ? await Metrics.create(db) : undefined;
+    const app = createApp(services, { contract, orm: db.orm, rateLimits }, metrics).callback();
     const server = http.createServer({
       // A slow client is bounded by these, checked every second rather than Node's default 30 s.
       headersTimeout: config.http.headersTimeoutMs,

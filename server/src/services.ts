@@ -4,28 +4,38 @@ import { createBilling } from './billing/index.js';
 import type { Config } from './config.js';
 import type { Database } from './db/orm.js';
 import { Accounts } from './domain/accounts.js';
+import { notifyThrough } from './domain/notifications.js';
 import { viewersStillAllowed } from './domain/stream-access.js';
 import type { SubscriptionCanceller } from './domain/projects.js';
-import type { Contract } from './http/contract.js';
 import { RateLimits } from './http/rate-limit.js';
 import { LocalBus, PostgresBus, type BusMessage, type EventBus } from './live/bus.js';
 import { LiveStreams } from './live/streams.js';
 import { Maintenance } from './maintenance/prune.js';
 import { IconStore } from './storage/icons.js';
 
-/** What handlers may reach beyond their request: built once per server by createServices. */
+/**
+ * What handlers may reach beyond their request: built once per server by createServices. The
+ * request pipeline's own parts (the contract, the rate limits, the ORM) are not here: a handler has
+ * no business with them.
+ */
 export interface Services {
   config: Config;
   logger: Logger;
-  db: Database;
-  contract: Contract;
   accounts: Accounts;
   icons: IconStore;
   billing: SubscriptionCanceller;
   live: LiveStreams;
-  rateLimits: RateLimits;
+  /** Why the embedded database has stopped for good, once it has (a PANIC, as on a full disk): health answers 503 then. */
+  databaseFailure(): string | undefined;
   /** Tells every instance about a committed change (new event, removed member, deleted project); never fails the request. */
   announce(message: BusMessage): void;
+}
+
+/** What createServices builds besides the services: the request pipeline's rate limits, and how to stop it all. */
+export interface BuiltServices {
+  services: Services;
+  rateLimits: RateLimits;
+  close(): Promise<void>;
 }
 
 /**
@@ -36,13 +46,11 @@ export async function createServices(
   config: Config,
   logger: Logger,
   db: Database,
-  contract: Contract,
   publicUrl: () => string,
-): Promise<{ services: Services; close(): Promise<void> }> {
+): Promise<BuiltServices> {
   const bus: EventBus =
     db.kind === 'postgresql'
-      ? await PostgresBus.start(config.databaseUrl!, (sql, params) => db.orm.em.getConnection().execute(sql, params), logger,
-        config.database)
+      ? await PostgresBus.start(config.databaseUrl!, notifyThrough(db), logger, config.database)
       : new LocalBus();
   const live = new LiveStreams(db.orm, bus, (viewers) => viewersStillAllowed(db.orm.em.fork(), viewers), logger, {
     heartbeatMs: config.live.heartbeatMs,
@@ -52,20 +60,20 @@ export async function createServices(
   const services: Services = {
     config,
     logger,
-    db,
-    contract,
     accounts: new Accounts(config.bcryptRounds),
     icons: new IconStore(path.join(config.dataDir, 'icons'), () => config.cdnUrl ?? `${publicUrl()}/cdn`),
     billing: await createBilling(config.stripe, logger),
     live,
-    rateLimits: RateLimits.create(config, db),
+    databaseFailure: () => db.failed(),
     announce(message) {
       bus.announce(message).catch((error: unknown) => logger.warn({ err: { type: (error as Error).name }, kind: message.kind }, 'live announce failed'));
     },
   };
+  const rateLimits = RateLimits.create(config, db);
   const maintenance = new Maintenance(db, services.icons, logger, config).start();
   return {
     services,
+    rateLimits,
     close: async () => {
       await maintenance.stop();
       live.close();

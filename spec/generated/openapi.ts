@@ -52,7 +52,7 @@ export interface paths {
         /**
          * Greeting
          * @description Greets the caller. Public: it answers the same with or without a credential, and ignores any
-         *     `Authorization` header (the interface document's example sends one with the `Token` scheme).
+         *     `Authorization` header, valid or not, in either scheme.
          */
         get: operations["getRoot"];
         put?: never;
@@ -75,8 +75,9 @@ export interface paths {
         /**
          * Log in
          * @description Extension: signs in with a username or email address and a password, and opens a new session.
-         *     An unknown user and a wrong password both answer 401 `invalid_credentials`, in the same time.
-         *     Any `Authorization` header is ignored.
+         *     An unknown user and a wrong password both answer 401 `invalid_credentials`, in the same time;
+         *     so does a password longer than 72 bytes in UTF-8, which no account can have. Any `Authorization`
+         *     header is ignored.
          */
         post: operations["login"];
         delete?: never;
@@ -338,9 +339,12 @@ export interface paths {
         /**
          * Stream events live (SSE)
          * @description Server-Sent Events: each new event of the project as an `event` message whose `id` is the
-         *     event's id and whose `data` is the Event as JSON, with a comment heartbeat every 15 s. Send
-         *     `Last-Event-ID` to receive first, in order, the events published since that one. Members only;
-         *     a member removed from the project loses the stream at once.
+         *     event's id and whose `data` is the Event as JSON, with a comment heartbeat every 15 s; clients
+         *     are asked to reconnect after 2 s (`retry:`). Send `Last-Event-ID` to receive first, in order, the
+         *     events published since that one. Members only; a member removed from the project, a deleted
+         *     project, a logout or a revoked API token ends the stream at once. A client that leaves 1 MiB
+         *     unread for 15 s is disconnected (it resumes with `Last-Event-ID`). A user holds at most
+         *     `MAX_STREAMS_PER_USER` streams at once on an instance (20 by default): 429 `too_many_streams`.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -514,7 +518,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke or decline an invite
-         * @description The owner revokes the invite, or the invitee declines it.
+         * @description The owner revokes the invite, or the invitee declines it. Another member naming someone else: 403 `not_owner`.
          */
         delete: operations["deleteInvite"];
         options?: never;
@@ -633,7 +637,10 @@ export interface components {
             /** Format: date-time */
             expires_at: string | null;
             id: components["schemas"]["Id"];
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the token was last used; recorded at most once a minute.
+             */
             last_used_at: string | null;
             name: string;
         };
@@ -711,7 +718,10 @@ export interface components {
         /** @description One validation problem. */
         ErrorDetail: {
             message: string;
-            /** @description JSON pointer into the request: `/body/namespace`, `/query/limit`, `/path/namespace`, `/headers/authorization`. */
+            /**
+             * @description JSON pointer into the request: `/body/namespace`, `/query/limit`, `/path/namespace`,
+             *     `/headers/authorization`. On `limit_reached`, the setting of the cap: `/limits/<SETTING>`.
+             */
             path: string;
         };
         /** @description Failure envelope. */
@@ -855,10 +865,12 @@ export interface components {
             billing_id: string | null;
             /** Format: date-time */
             created_at: string;
+            /** @description In the order they were created. */
             feeds: components["schemas"]["Feed"][];
             /** @description `{CDN_URL}/icons/<sha256>.png`, or null when the project has no icon. */
             icon: string | null;
             id: components["schemas"]["Id"];
+            /** @description The owner first, then the members by the time they joined. */
             members: components["schemas"]["Member"][];
             name: string;
             namespace: components["schemas"]["Namespace"];
@@ -1000,7 +1012,7 @@ export interface components {
     responses: never;
     parameters: {
         "FeedPath.feed": components["schemas"]["FeedName"];
-        /** @description The `next_cursor` of the previous page; omit for the first page. */
+        /** @description The `next_cursor` of the previous page; omit for the first page. A cursor this service did not issue is 400. */
         "PageQuery.cursor": string;
         /** @description Items per page, 1–100. */
         "PageQuery.limit": number;
@@ -1500,7 +1512,7 @@ export interface operations {
     listApiTokens: {
         parameters: {
             query?: {
-                /** @description The `next_cursor` of the previous page; omit for the first page. */
+                /** @description The `next_cursor` of the previous page; omit for the first page. A cursor this service did not issue is 400. */
                 cursor?: components["parameters"]["PageQuery.cursor"];
                 /** @description Items per page, 1–100. */
                 limit?: components["parameters"]["PageQuery.limit"];
@@ -1942,7 +1954,7 @@ export interface operations {
     listProjects: {
         parameters: {
             query?: {
-                /** @description The `next_cursor` of the previous page; omit for the first page. */
+                /** @description The `next_cursor` of the previous page; omit for the first page. A cursor this service did not issue is 400. */
                 cursor?: components["parameters"]["PageQuery.cursor"];
                 /** @description Items per page, 1–100. */
                 limit?: components["parameters"]["PageQuery.limit"];
@@ -2433,7 +2445,7 @@ export interface operations {
     listActivity: {
         parameters: {
             query?: {
-                /** @description The `next_cursor` of the previous page; omit for the first page. */
+                /** @description The `next_cursor` of the previous page; omit for the first page. A cursor this service did not issue is 400. */
                 cursor?: components["parameters"]["PageQuery.cursor"];
                 /** @description Items per page, 1–100. */
                 limit?: components["parameters"]["PageQuery.limit"];
@@ -2523,13 +2535,13 @@ export interface operations {
     listEvents: {
         parameters: {
             query?: {
-                /** @description The `next_cursor` of the previous page; omit for the first page. */
+                /** @description The `next_cursor` of the previous page; omit for the first page. A cursor this service did not issue is 400. */
                 cursor?: components["parameters"]["PageQuery.cursor"];
-                /** @description Only events of this feed. */
+                /** @description Only events of this feed; a feed the project does not have matches nothing. */
                 feed?: components["schemas"]["FeedName"];
                 /** @description Items per page, 1–100. */
                 limit?: components["parameters"]["PageQuery.limit"];
-                /** @description Only events carrying this tag, as `key:value`. */
+                /** @description Only events carrying this tag, as `key:value`: the value matches a string tag, or a number or boolean tag it spells. */
                 tag?: string;
             };
             header?: never;
@@ -2700,7 +2712,7 @@ export interface operations {
     listFeeds: {
         parameters: {
             query?: {
-                /** @description The `next_cursor` of the previous page; omit for the first page. */
+                /** @description The `next_cursor` of the previous page; omit for the first page. A cursor this service did not issue is 400. */
                 cursor?: components["parameters"]["PageQuery.cursor"];
                 /** @description Items per page, 1–100. */
                 limit?: components["parameters"]["PageQuery.limit"];
@@ -3220,7 +3232,7 @@ export interface operations {
     listInsights: {
         parameters: {
             query?: {
-                /** @description The `next_cursor` of the previous page; omit for the first page. */
+                /** @description The `next_cursor` of the previous page; omit for the first page. A cursor this service did not issue is 400. */
                 cursor?: components["parameters"]["PageQuery.cursor"];
                 /** @description Items per page, 1–100. */
                 limit?: components["parameters"]["PageQuery.limit"];
@@ -3614,7 +3626,7 @@ export interface operations {
     listInvites: {
         parameters: {
             query?: {
-                /** @description The `next_cursor` of the previous page; omit for the first page. */
+                /** @description The `next_cursor` of the previous page; omit for the first page. A cursor this service did not issue is 400. */
                 cursor?: components["parameters"]["PageQuery.cursor"];
                 /** @description Items per page, 1–100. */
                 limit?: components["parameters"]["PageQuery.limit"];
@@ -4185,7 +4197,7 @@ export interface operations {
     listReceivedInvites: {
         parameters: {
             query?: {
-                /** @description The `next_cursor` of the previous page; omit for the first page. */
+                /** @description The `next_cursor` of the previous page; omit for the first page. A cursor this service did not issue is 400. */
                 cursor?: components["parameters"]["PageQuery.cursor"];
                 /** @description Items per page, 1–100. */
                 limit?: components["parameters"]["PageQuery.limit"];

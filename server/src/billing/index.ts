@@ -28,4 +28,4 @@ export async function createBilling(settings: Config['stripe'], logger: Logger):
   return StripeBilling.create({ secretKey: settings.secretKey, webhookSecret: settings.webhookSecret, apiUrl: settings.apiUrl }, logger);
 }
 
-export { STRIPE_DEADLINE_MS, STRIPE_MAX_NETWORK_RETRIES, STRIPE_TIMEOUT_MS, WEBHOOK_TOLERANCE_S } from './stripe.js';
+export { STRIPE_DEADLINE_MS, STRIPE_MAX_NETWORK_RETRIES, STRIPE_TIMEOUT_MS } from './stripe.js';

@@ -22,7 +22,7 @@ export const STRIPE_MAX_NETWORK_RETRIES = 1;
 /** The whole call, retries included, whatever the network does. */
 export const STRIPE_DEADLINE_MS = 12_000;
 /** Oldest webhook signature timestamp accepted, in seconds (Stripe's own default). */
-export const WEBHOOK_TOLERANCE_S = 300;
+const WEBHOOK_TOLERANCE_S = 300;
 
 export interface StripeSettings {
   secretKey: string;

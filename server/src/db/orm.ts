@@ -7,7 +7,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { entities } from './entities.js';
 import { EMBEDDED_URL, openEmbedded } from './embedded.js';
-import { usePreparedStatements } from './raw.js';
+import { poolConnectionSettings, transactionOn, usePreparedStatements } from './raw.js';
 
 export type { MikroORM };
 
@@ -93,7 +93,7 @@ interface PgClient {
  * A query the client gave up on (`query_timeout`) leaves its connection waiting on a server that may
  * never answer, and pg would send the next query down it. The client is ended instead: with a query
  * outstanding pg destroys the socket at once, knex marks the connection disposed on its 'end', and
- * the pool replaces it at the next acquire. Every query goes through here, knex's and db/sql.ts's.
+ * the pool replaces it at the next acquire. Every query goes through here, knex's and raw.ts's.
  */
 function endOnQueryTimeout(conn: PgClient): void {
   // The client class's own method, looked up at each call rather than kept: whatever wraps the class
@@ -153,15 +153,14 @@ export async function applyMigrations(db: Pick<Database, 'orm' | 'kind'>): Promi
  * instance migrates, and a migration may lift `statement_timeout` for itself (`set local`).
  */
 async function underMigrationsLock<T>(orm: MikroORM, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
-  const knex = orm.em.getConnection().getKnex();
-  const { query_timeout: _clientBound, ...settings } = (knex.client as { connectionSettings: pg.ClientConfig }).connectionSettings;
+  const { query_timeout: _clientBound, ...settings } = poolConnectionSettings(orm);
   const client = new pg.Client(settings);
   // A lost connection fails the statement under way; unlistened, its 'error' event would end the process.
   client.on('error', () => undefined);
   await client.connect();
   try {
     await client.query(`begin; set local statement_timeout = 0; select pg_advisory_lock(${MIGRATIONS_LOCK}); commit`);
-    return await knex.transaction(work, { connection: client });
+    return await transactionOn(orm, client, work);
   } finally {
     await client.end();
   }

@@ -1,12 +1,14 @@
 /**
  * The one module that knows the insides of MikroORM and knex: it runs hand-written statements on
- * the connection MikroORM would use, and maps their rows. The named statements of each concern
- * (db/queries/) are built on it; nothing outside server/src/db/ speaks SQL.
+ * the connection MikroORM would use, maps their rows, and hands the rest of db/ what it needs of
+ * knex (how busy the pool is, the store rate-limiter-flexible keeps its counters in, the pool's
+ * connection settings). The named statements of each concern (db/queries/) are built on it;
+ * nothing outside server/src/db/ speaks SQL.
  *
  * Statements run straight on a pg connection of MikroORM's pool: the request's transaction's
  * connection when one is open, else one taken from the pool for this statement alone. On
  * PostgreSQL they go as named prepared statements: each pooled connection parses and plans a
- * statement once and then only binds and executes it (for the project read, planning took longer
+ * statement once and then only binds and executes it (for the project read, planning takes longer
  * than running). Anything that pools connections between the service and PostgreSQL must then keep
  * prepared statements per client (PgBouncer's transaction mode needs `max_prepared_statements`,
  * 1.21+). The embedded database gets unnamed statements: PGlite is a single session that outlives a
@@ -19,8 +21,12 @@
  * entity `find` would have made, merged into the identity map (`mapRow`) when first used; rows an
  * answer only shows stay plain values (`plainRow`). Column lists come from the entity metadata, so
  * a column added to an entity is selected here too.
+ *
+ * Invariants: a statement's SQL text is a constant or built once (`sqlOnce`), so the prepared
+ * statements per connection stay few; a statement's SQL never contains `?` except as a parameter.
  */
-import { wrap, type EntityManager, type EntityName, type MikroORM } from '@mikro-orm/postgresql';
+import { wrap, type EntityManager, type EntityName, type Knex, type MikroORM } from '@mikro-orm/postgresql';
+import type pg from 'pg';
 
 interface PgConnection {
   query<T>(config: { name?: string; text: string; values: unknown[] }): Promise<{ rows: T[] }>;
@@ -34,9 +40,13 @@ interface ConnectionSource {
 
 const prepared = new WeakSet<object>();
 
+function knexOf(orm: MikroORM): Knex {
+  return orm.em.getConnection().getKnex();
+}
+
 /** Statements of this ORM's connections are prepared once per connection (PostgreSQL only). */
 export function usePreparedStatements(orm: MikroORM): void {
-  prepared.add(orm.em.getConnection().getKnex());
+  prepared.add(knexOf(orm));
 }
 
 interface Statement {
@@ -63,7 +73,7 @@ function statement(sql: string): Statement {
  */
 export async function query<T = Record<string, unknown>>(em: EntityManager, sql: string, params: unknown[]): Promise<T[]> {
   const knex = em.getConnection().getKnex();
-  const source = ((em.getTransactionContext() as { client?: ConnectionSource } | undefined) ?? knex).client as ConnectionSource;
+  const source = (em.getTransactionContext<{ client: ConnectionSource }>() ?? knex).client as ConnectionSource;
   const { name, text } = statement(sql);
   const connection = await source.acquireConnection();
   try {
@@ -148,7 +158,8 @@ const texts = new Map<string, string>();
 
 /**
  * A hot statement's SQL, built once by `build` (column lists need the ORM's metadata, so not at
- * import) and then the same string each time, which db/sql.ts looks up without rehashing it.
+ * import) and then the very same string each time: V8 keeps a string's hash with the string, so
+ * `query`'s lookup of its statement does not hash the text again.
  */
 export function sqlOnce(key: string, build: () => string): string {
   let text = texts.get(key);
@@ -157,4 +168,41 @@ export function sqlOnce(key: string, build: () => string): string {
     texts.set(key, text);
   }
   return text;
+}
+
+interface KnexPool {
+  numUsed(): number;
+  numFree(): number;
+  numPendingAcquires(): number;
+}
+
+/** The pool's connections by state; `pending` counts the acquires waiting for one. */
+export interface PoolUse {
+  used: number;
+  free: number;
+  pending: number;
+}
+
+/** How busy the pool is, or undefined while it does not exist (before the first connection, after closing). */
+export function poolUse(orm: MikroORM): PoolUse | undefined {
+  const pool = (knexOf(orm).client as { pool?: KnexPool }).pool;
+  return pool && { used: pool.numUsed(), free: pool.numFree(), pending: pool.numPendingAcquires() };
+}
+
+/**
+ * The options that put rate-limiter-flexible's PostgreSQL store on the service's own pool, so the
+ * counters share its connections and its bounds.
+ */
+export function rateLimitStore(orm: MikroORM): { storeClient: unknown; storeType: 'knex' } {
+  return { storeClient: knexOf(orm), storeType: 'knex' };
+}
+
+/** The pg client settings every connection of the pool is opened with (orm.ts `pgConnectionOptions`). */
+export function poolConnectionSettings(orm: MikroORM): pg.ClientConfig {
+  return (knexOf(orm).client as { connectionSettings: pg.ClientConfig }).connectionSettings;
+}
+
+/** Runs `work` in a knex transaction on `connection`, a client opened beside the pool; MikroORM's migrator takes that transaction. */
+export function transactionOn<T>(orm: MikroORM, connection: pg.Client, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+  return knexOf(orm).transaction(work, { connection });
 }

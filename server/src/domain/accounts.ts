@@ -3,8 +3,9 @@
  * transaction opens, so a slow hash never holds a database connection, and on a worker thread
  * (passwords.ts), so it never holds the event loop either.
  */
-import { raw, type EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { User } from '../db/entities.js';
+import { findUserByEmail } from '../db/queries/users.js';
 import { InvalidInvite, InvalidRequest, Unauthenticated } from '../errors.js';
 import { conflictOn } from './unique.js';
 import { redeemInviteCode } from './invite-codes.js';
@@ -55,7 +56,7 @@ export class Accounts {
 
   async login(em: EntityManager, login: string, password: string, device: Device) {
     const key = login.toLowerCase();
-    const user = await em.findOne(User, key.includes('@') ? { [raw('lower(email)')]: key } : { username: key });
+    const user = key.includes('@') ? await findUserByEmail(em, key) : await em.findOne(User, { username: key });
     // bcrypt reads no further than 72 bytes, so a longer password would match on its first 72 alone.
     // It can never be the password (sign-up refuses it), and is refused as any wrong password is, after
     // the same one compare, so its answer and timing tell nothing.

@@ -15,7 +15,8 @@
  */
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Project, StripeEvent, StripeSubscription } from '../db/entities.js';
+import { Project, StripeSubscription } from '../db/entities.js';
+import { claimStripeEvent, rememberSubscription } from '../db/queries/billing.js';
 import { recordActivity } from './activity.js';
 
 /** A verified Stripe event: its id, its type and the object it carries (`data.object`). */
@@ -85,13 +86,7 @@ export async function applyWebhookEvent(em: EntityManager, priceTiers: ReadonlyM
   return em.transactional(async (tx) => {
     // Claims the event id. A concurrent delivery of the same event waits here for this transaction
     // and then finds the id taken.
-    const claimed = await tx
-      .createQueryBuilder(StripeEvent)
-      .insert({ id: event.id, type: event.type, receivedAt: new Date() })
-      .onConflict('id')
-      .ignore()
-      .execute('run');
-    if (claimed.affectedRows === 0) return { outcome: 'duplicate' } as const;
+    if (!(await claimStripeEvent(tx, event.id, event.type, new Date()))) return { outcome: 'duplicate' } as const;
 
     const outcome = await apply(tx, priceTiers, event);
     await tx.flush();
@@ -130,7 +125,7 @@ async function apply(tx: EntityManager, priceTiers: ReadonlyMap<string, number>,
       const deleted = event.type === 'customer.subscription.deleted';
       const tier = deleted ? 0 : tierOf(object, priceTiers);
       const status = deleted ? 'canceled' : (text(object.status) ?? 'unknown');
-      if (!(await remember(tx, subscription, status, tier, event.created))) {
+      if (!(await rememberSubscription(tx, { id: subscription, status, tier, eventCreated: new Date(event.created * 1000) }))) {
         return { outcome: 'ignored', reason: 'older than the last event applied to this subscription, or it was canceled' };
       }
       const project = await tx.findOne(Project, { billingId: subscription }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
@@ -142,21 +137,6 @@ async function apply(tx: EntityManager, priceTiers: ReadonlyMap<string, number>,
     default:
       return { outcome: 'ignored', reason: 'event type not handled' };
   }
-}
-
-/**
- * Stores a subscription's state as of an event, unless a newer event was applied already or the
- * subscription is canceled (which is final). Returns whether it was stored.
- */
-async function remember(tx: EntityManager, id: string, status: string, tier: number, created: number): Promise<boolean> {
-  const rows = await tx.execute<{ id: string }[]>(
-    `insert into stripe_subscriptions (id, status, tier, event_created) values (?, ?, ?, ?)
-     on conflict (id) do update set status = excluded.status, tier = excluded.tier, event_created = excluded.event_created
-     where stripe_subscriptions.status <> 'canceled' and stripe_subscriptions.event_created <= excluded.event_created
-     returning id`,
-    [id, status, tier, new Date(created * 1000)],
-  );
-  return rows.length > 0;
 }
 
 function change(

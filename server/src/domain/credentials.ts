@@ -5,20 +5,26 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ApiToken, Session, User } from '../db/entities.js';
-import { NotFound } from '../errors.js';
+import { ApiToken, Session, type User } from '../db/entities.js';
+import {
+  credentialUser,
+  findCredential,
+  touchApiToken,
+  touchSession,
+  type CredentialKind,
+  type CredentialRow,
+} from '../db/queries/credentials.js';
+import { NotFound, Unauthenticated } from '../errors.js';
 import { refuseAtCap, type Limits } from './limits.js';
 import { findPage, type PageRequest } from './pagination.js';
-import { query } from '../db/raw.js';
 import { lockUser, transaction } from './transaction.js';
-import { mapRow, selectColumns, sqlOnce } from '../db/raw.js';
 
 const SESSION_IDLE_DAYS = 30;
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** Last-use times are written at most this often per credential, so reads stay reads. */
 const TOUCH_INTERVAL_MS = 60 * 1000;
 
-export type CredentialKind = 'session' | 'api';
+export type { CredentialKind };
 
 export interface Caller {
   /**
@@ -66,44 +72,46 @@ export function openSession(em: EntityManager, user: User, device: Device): { se
 
 /**
  * The caller a token stands for, or undefined when it is unknown, expired or revoked. Runs on every
- * authenticated request: one hand-written statement (credential joined with its user, see rows.ts),
- * plus an update of the last-use time at most once a minute.
+ * authenticated request: one statement (the credential joined with its user), plus a record of the
+ * use at most once a minute.
  */
 export async function resolveToken(em: EntityManager, token: string): Promise<Caller | undefined> {
   const kind = (Object.keys(PREFIX) as CredentialKind[]).find((k) => token.startsWith(PREFIX[k]));
   if (!kind) return undefined;
   const now = new Date();
-  const tokenHash = hashSecret(token);
-  const table = kind === 'session' ? 'sessions' : 'api_tokens';
-  // Timestamps arrive as text: MikroORM's driver leaves their parsing to the entity mapping.
-  const sql = sqlOnce(`credential:${table}`, () =>
-    `select c.id as credential_id, c.expires_at, c.last_used_at, ${selectColumns(em, User, 'u', 'u')}
-     from ${table} c join users u on u.id = c.user_id where c.token_hash = ?`);
-  const [row] = await query<CredentialRow>(
-    em,
-    sql,
-    [tokenHash],
-  );
+  const row = await findCredential(em, kind, hashSecret(token));
   if (!row || (row.expires_at !== null && new Date(row.expires_at) <= now)) return undefined;
 
   if (now.getTime() - (row.last_used_at === null ? 0 : new Date(row.last_used_at).getTime()) > TOUCH_INTERVAL_MS) {
-    if (kind === 'session') {
-      await em.nativeUpdate(Session, { id: row.credential_id }, { lastUsedAt: now, expiresAt: new Date(now.getTime() + SESSION_IDLE_DAYS * DAY_MS) });
-    } else {
-      await em.nativeUpdate(ApiToken, { id: row.credential_id }, { lastUsedAt: now });
-    }
+    if (kind === 'session') await touchSession(em, row.credential_id, now, new Date(now.getTime() + SESSION_IDLE_DAYS * DAY_MS));
+    else await touchApiToken(em, row.credential_id, now);
   }
   return new ResolvedCaller(em, row, kind);
 }
 
-type CredentialRow = { credential_id: string; expires_at: string | null; last_used_at: string | null; u__id: string; u__username: string } & Record<string, unknown>;
+/** `Authorization: Bearer <token>` or `Token <token>`, the scheme word in any case. */
+const AUTHORIZATION = /^(?:Bearer|Token) +([A-Za-z0-9_-]{1,200})$/i;
+
+/** The caller a well-formed `Authorization` header's token stands for; undefined for no header, a malformed one, or a token of nobody. */
+export async function resolveAuthorization(em: EntityManager, header: string | undefined): Promise<Caller | undefined> {
+  const token = header ? AUTHORIZATION.exec(header.trim())?.[1] : undefined;
+  return token ? resolveToken(em, token) : undefined;
+}
+
+/** The caller behind an `Authorization` header: undefined when absent, 401 when present but not valid. */
+export async function callerFromHeader(em: EntityManager, header: string | undefined): Promise<Caller | undefined> {
+  if (header === undefined || header === '') return undefined;
+  const caller = await resolveAuthorization(em, header);
+  if (!caller) throw new Unauthenticated();
+  return caller;
+}
 
 /**
  * A class, so that the lazy `user` is a getter on its prototype. A getter in an object literal made
  * per request gives each object a hidden class of its own in V8, and that class (old space) keeps
  * the getter's closure, and all it reaches, through every young-generation collection: the
- * request's objects were promoted, and a project read spent a tenth of its time in garbage
- * collection (BENCHMARKS.md, fix 19).
+ * request's objects get promoted, and a project read would spend a tenth of its time in garbage
+ * collection (BENCHMARKS.md has the figures).
  */
 class ResolvedCaller implements Caller {
   readonly userId: string;
@@ -122,7 +130,7 @@ class ResolvedCaller implements Caller {
   }
 
   get user(): User {
-    return (this.#user ??= mapRow(this.em, User, this.row, 'u'));
+    return (this.#user ??= credentialUser(this.em, this.row));
   }
 }
 

@@ -2,10 +2,14 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { v7 } from 'uuid';
 import { Event, Feed, type Project, type TagValue } from '../db/entities.js';
+import { eventsPage, latestEventId, takePublishLock } from '../db/queries/events.js';
 import { InvalidRequest } from '../errors.js';
 import { feedNamed } from './feeds.js';
 import { decodeCursor, type PageRequest } from './pagination.js';
 import { lockProject, transaction } from './transaction.js';
+
+/** Where a new live stream of the project starts. */
+export { latestEventId };
 
 const MAX_TAGS = 20;
 const TAG_KEY = /^[a-z0-9-]{1,32}$/;
@@ -25,9 +29,6 @@ function checkTags(tags: Record<string, TagValue>): void {
   const bad = keys.find((key) => !TAG_KEY.test(key));
   if (bad !== undefined) throw InvalidRequest.field(`/body/tags/${bad}`, 'must be a key of 1–32 lower-case letters, digits and hyphens');
 }
-
-/** The class of the advisory lock that orders a project's publications (its second key is the project). */
-const PUBLISH_LOCK = 0x5b1e;
 
 /**
  * A UUID v7 above `last`: a fresh one, unless this instance's clock is behind the last publisher's
@@ -56,11 +57,11 @@ export async function publishEvent(em: EntityManager, project: Project, feedName
     // KEY SHARE they would queue for the id order below while holding the row, a queue that keeps the
     // row share-locked without a gap for as long as events arrive, and a delete would wait it out.
     await lockProject(tx, project.id, 'no key update');
-    await tx.execute('select pg_advisory_xact_lock(?, hashtext(?::text))', [PUBLISH_LOCK, project.id]);
-    const [latest] = await tx.find(Event, { project }, { orderBy: { id: 'desc' }, limit: 1, fields: ['id'] });
+    await takePublishLock(tx, project.id);
+    const latest = await latestEventId(tx, project.id);
     const now = new Date();
     const event = tx.create(Event, {
-      id: idAfter(latest?.id),
+      id: idAfter(latest),
       project,
       feed,
       event: input.event,
@@ -96,19 +97,20 @@ function tagCandidates(tag: string): Record<string, TagValue>[] {
 /** A page of events, newest first; each filter is served by its own index ending in the id. */
 export async function listEvents(em: EntityManager, project: Project, filter: EventFilter, page: PageRequest): Promise<Event[]> {
   const below = decodeCursor(page.cursor);
-  const candidates = filter.tag === undefined ? [] : tagCandidates(filter.tag);
-  const qb = em.createQueryBuilder(Event, 'e').select('e.*').where({ project });
+  const tagsContainingAny = filter.tag === undefined ? [] : tagCandidates(filter.tag);
+  let feedId: string | undefined;
   if (filter.feed !== undefined) {
     // Resolved first, so the page walks (feed_id, id); an unknown feed simply matches nothing.
     const feed = await em.findOne(Feed, { project, name: filter.feed });
     if (!feed) return [];
-    qb.andWhere({ feed });
+    feedId = feed.id;
   }
-  if (below) qb.andWhere({ id: { $lt: below } });
-  if (candidates.length > 0) {
-    qb.andWhere(`(${candidates.map(() => 'e.tags @> ?::jsonb').join(' or ')})`, candidates.map((c) => JSON.stringify(c)));
-  }
-  const events = await qb.orderBy({ id: 'desc' }).limit(page.limit + 1).getResultList();
+  const events = await eventsPage(em, { projectId: project.id, feedId, below, tagsContainingAny, limit: page.limit + 1 });
   await em.populate(events, ['feed']);
   return events;
+}
+
+/** At most `limit` of the project's events after `cursor`, oldest first, each with its feed: a live stream's next batch. */
+export function eventsAfter(em: EntityManager, projectId: string, cursor: string, limit: number): Promise<Event[]> {
+  return em.find(Event, { project: projectId, id: { $gt: cursor } }, { orderBy: { id: 'asc' }, limit, populate: ['feed'] });
 }

@@ -1,8 +1,8 @@
-/** Insights: named figures a project keeps an eye on. An increment is one atomic SQL update. */
+/** Insights: named figures a project keeps an eye on. An increment is one atomic update in the database. */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Insight, type InsightValue, type Project, type User } from '../db/entities.js';
 import { InvalidRequest, NotFound } from '../errors.js';
-import { query } from '../db/raw.js';
+import { deleteInsightRow, incrementInsightValue } from '../db/queries/insights.js';
 import { recordActivity } from './activity.js';
 import { refuseAtCap, type Limits } from './limits.js';
 import { findPage, type PageRequest } from './pagination.js';
@@ -42,7 +42,7 @@ export interface InsightChanges {
 
 /**
  * Applies the changes in one transaction. `increment` is added by the database in a single
- * `update … set value = value + n`, so concurrent increments serialise on the row and none is lost.
+ * statement, so concurrent increments serialise on the row and none is lost.
  */
 export async function updateInsight(em: EntityManager, actor: User, project: Project, id: string, changes: InsightChanges): Promise<Insight> {
   if (changes.increment !== undefined && changes.value !== undefined) {
@@ -51,15 +51,8 @@ export async function updateInsight(em: EntityManager, actor: User, project: Pro
   return transaction(em, async (tx) => {
     await lockProject(tx, project.id, 'key share');
     if (changes.increment !== undefined) {
-      const [row] = await tx.getConnection().execute<{ is_number: boolean }[]>(
-        `update insights set value = to_jsonb((value #>> '{}')::numeric + ?::numeric), updated_at = now()
-         where id = ? and project_id = ? and jsonb_typeof(value) = 'number'
-         returning true as is_number`,
-        [changes.increment, id, project.id],
-        'all',
-        tx.getTransactionContext(),
-      );
-      if (!row) {
+      const incremented = await incrementInsightValue(tx, project.id, id, changes.increment);
+      if (!incremented) {
         if (!(await tx.count(Insight, { id, project }))) throw insightNotFound();
         throw InvalidRequest.field('/body/increment', 'applies only to an insight whose value is a number');
       }
@@ -76,8 +69,6 @@ export async function updateInsight(em: EntityManager, actor: User, project: Pro
   });
 }
 
-const DELETE_INSIGHT = 'delete from insights where id = ? and project_id = ? returning title';
-
 /**
  * Deletes an insight. Of concurrent deletes of one insight, only the one whose statement removed
  * the row answers 204 and records it.
@@ -85,9 +76,9 @@ const DELETE_INSIGHT = 'delete from insights where id = ? and project_id = ? ret
 export async function deleteInsight(em: EntityManager, actor: User, project: Project, id: string): Promise<void> {
   await transaction(em, async (tx) => {
     await lockProject(tx, project.id, 'key share');
-    const [deleted] = await query<{ title: string }>(tx, DELETE_INSIGHT, [id, project.id]);
-    if (!deleted) throw insightNotFound();
-    recordActivity(tx, project, actor, 'insight.deleted', { insight_id: id, title: deleted.title });
+    const title = await deleteInsightRow(tx, project.id, id);
+    if (title === undefined) throw insightNotFound();
+    recordActivity(tx, project, actor, 'insight.deleted', { insight_id: id, title });
     await tx.flush();
   });
 }

@@ -1,6 +1,11 @@
+/**
+ * Invite codes: the operator mints them (the code is shown once, only its hash is kept), and each
+ * sign-up takes one use of one.
+ */
 import { createHash, randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { InviteCode } from '../db/entities.js';
+import { takeInviteCodeUse } from '../db/queries/invite-codes.js';
 
 /** Input that breaks a rule below; its message is fit to show to the operator as is. */
 export class InviteCodeInputError extends Error {}
@@ -102,11 +107,5 @@ export async function listInviteCodes(em: EntityManager): Promise<InviteCodeRow[
  * the app. Pass the sign-up's transactional `em`, so a failed sign-up gives the use back.
  */
 export async function redeemInviteCode(em: EntityManager, code: string): Promise<boolean> {
-  const rows = await em.execute(
-    `update invite_codes set uses_left = uses_left - 1
-     where code_hash = ? and uses_left > 0 and (expires_at is null or expires_at > now())
-     returning id`,
-    [hashInviteCode(code)],
-  );
-  return rows.length === 1;
+  return takeInviteCodeUse(em, hashInviteCode(code));
 }

@@ -1,7 +1,7 @@
 /** Membership: invites, accepting them, and leaving or being removed. */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ProjectInvite, ProjectMember, User, type Project } from '../db/entities.js';
-import { query } from '../db/raw.js';
+import { countMembersAndInvites } from '../db/queries/members.js';
 import { Conflict, NotFound } from '../errors.js';
 import { recordActivity } from './activity.js';
 import { refuseAtCap, type Limits } from './limits.js';
@@ -36,9 +36,6 @@ export async function removeMember(em: EntityManager, actor: User, project: Proj
   });
 }
 
-const MEMBERS_AND_INVITES = `select (select count(*) from project_members where project_id = ?)::int
-  + (select count(*) from project_invites where project_id = ?)::int as n`;
-
 /**
  * The owner invites a user; 409 `already_member`, `already_invited`, or `limit_reached` when the
  * project's members and pending invites together are as many as it may have (accepting an invite
@@ -61,7 +58,7 @@ export async function createInvite(
     if (await tx.count(ProjectInvite, { project, user: invitee })) {
       throw new Conflict('already_invited', 'This user already has a pending invite to the project.');
     }
-    const { n } = (await query<{ n: number }>(tx, MEMBERS_AND_INVITES, [project.id, project.id]))[0]!;
+    const n = await countMembersAndInvites(tx, project.id);
     refuseAtCap(limits, 'membersPerProject', n, `This project has ${n} members and pending invites`);
     const invite = tx.create(ProjectInvite, { project, user: invitee, invitedBy: actor });
     recordActivity(tx, project, actor, 'invite.created', { username: invitee.username });

@@ -5,13 +5,13 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Feed, Project, ProjectMember, User } from '../db/entities.js';
+import type { ProjectContents } from '../db/queries/project-contents.js';
+import { contentsWithin } from '../db/queries/projects.js';
 import type { IconStore } from '../storage/icons.js';
 import { recordActivity } from './activity.js';
 import type { WebhookVerifier } from './billing.js';
 import { refuseAtCap, type Limits } from './limits.js';
 import { findPage, PAGE_BYTES, type PageRequest } from './pagination.js';
-import { query } from '../db/raw.js';
-import { PROJECT_CONTENTS, type ProjectContents } from '../db/queries/project-contents.js';
 import { lockProject, lockUser, transaction } from './transaction.js';
 import { conflictOn } from './unique.js';
 
@@ -19,15 +19,15 @@ export type { FeedRow, MemberRow } from '../db/queries/project-contents.js';
 
 /**
  * A project with what its answer shows. Members and feeds are plain rows, not managed entities: an
- * answer never changes them, and mapping a project's 45 of them into the identity map cost more CPU
- * than running the statements (BENCHMARKS.md). `id` is the project's, for pagination.
+ * answer never changes them, and mapping a project's 45 of them into the identity map costs more CPU
+ * than running the statements (BENCHMARKS.md has the figures). `id` is the project's, for pagination.
  */
 export interface ProjectView extends ProjectContents {
   id: string;
   project: ProjectFields;
 }
 
-/** A project's own fields an answer shows: a managed entity, or a plain row (policies/project.ts). */
+/** A project's own fields an answer shows: a managed entity, or a plain row (domain/access.ts). */
 export type ProjectFields = Pick<Project, 'id' | 'namespace' | 'name' | 'icon' | 'tier' | 'billingId' | 'createdAt'>;
 
 const NAMESPACE_TAKEN = {
@@ -85,12 +85,6 @@ export async function loadProject(em: EntityManager, id: string): Promise<Projec
   return view!;
 }
 
-const VIEW_PROJECTS = `select id, members, feeds from (
-    select c.id, c.ord, c.members, c.feeds, sum(octet_length(c.members::text) + octet_length(c.feeds::text)) over (order by c.ord) as bytes
-    from (select p.id, p.ord, ${PROJECT_CONTENTS} from unnest(?::uuid[]) with ordinality as p(id, ord)) c
-  ) sized
-  where ord = 1 or bytes <= ?`;
-
 /**
  * What `projects` answers show, in one statement whatever the number of projects, members and
  * feeds. The contents of the projects in order fill at most `PAGE_BYTES` (measured as PostgreSQL
@@ -100,7 +94,7 @@ const VIEW_PROJECTS = `select id, members, feeds from (
  */
 export async function viewProjects(em: EntityManager, projects: Project[]): Promise<ProjectView[]> {
   if (projects.length === 0) return [];
-  const rows = await query<{ id: string } & ProjectContents>(em, VIEW_PROJECTS, [projects.map((project) => project.id), PAGE_BYTES]);
+  const rows = await contentsWithin(em, projects.map((project) => project.id), PAGE_BYTES);
   const contents = new Map(rows.map((row) => [row.id, row]));
   return projects.flatMap((project) => {
     const { members, feeds } = contents.get(project.id) ?? {};

@@ -19,7 +19,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DeadlockException, type EntityManager } from '@mikro-orm/postgresql';
-import { query } from '../db/raw.js';
+import { lockProjectRow, lockUserRow, type RowLockStrength } from '../db/queries/row-locks.js';
 import { NotFound, Unauthenticated, Unavailable } from '../errors.js';
 
 /**
@@ -33,13 +33,7 @@ import { NotFound, Unauthenticated, Unavailable } from '../errors.js';
  * - `update`: the project's delete, or a change to the project's own row (a new namespace, a unique
  *   column, would take this lock in the update itself: taken first, it is never an upgrade).
  */
-export type ProjectLock = 'key share' | 'no key update' | 'update';
-
-const PROJECT_LOCKS: Record<ProjectLock, string> = {
-  'key share': 'select 1 from projects where id = ? for key share',
-  'no key update': 'select 1 from projects where id = ? for no key update',
-  update: 'select 1 from projects where id = ? for update',
-};
+export type ProjectLock = RowLockStrength;
 
 function requireTransaction(tx: EntityManager): void {
   // A row lock outside a transaction ends with its statement: it would order nothing.
@@ -49,7 +43,7 @@ function requireTransaction(tx: EntityManager): void {
 /** Locks the project's row in `mode` until `tx` ends; 404 when the project does not exist (or was just deleted). */
 export async function lockProject(tx: EntityManager, projectId: string, mode: ProjectLock): Promise<void> {
   requireTransaction(tx);
-  if ((await query(tx, PROJECT_LOCKS[mode], [projectId])).length === 0) throw new NotFound('No project with this namespace.');
+  if (!(await lockProjectRow(tx, projectId, mode))) throw new NotFound('No project with this namespace.');
 }
 
 /**
@@ -60,7 +54,7 @@ export async function lockProject(tx: EntityManager, projectId: string, mode: Pr
 export async function lockUser(tx: EntityManager, userId: string): Promise<void> {
   requireTransaction(tx);
   // The account is gone (and with it the credential this request came with).
-  if ((await query(tx, 'select 1 from users where id = ? for no key update', [userId])).length === 0) throw new Unauthenticated();
+  if (!(await lockUserRow(tx, userId))) throw new Unauthenticated();
 }
 
 const ATTEMPTS = 3;

@@ -1,25 +1,25 @@
 import type { Handler } from '../http/handler-types.js';
+import { projectAccess } from '../domain/access.js';
 import { listEvents as list, publishEvent as publish } from '../domain/events.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
-import { authorize } from '../policies/project.js';
 import { presentEvent } from '../presenters/project.js';
 
 export const publishEvent: Handler<'publishEvent'> = async ({ params, body, caller, em, services }) => {
-  const { project } = await authorize(em, caller, params.namespace, 'event.publish');
+  const { project } = await projectAccess(em, caller, params.namespace, 'event.publish');
   const event = await publish(em, project, params.feed, body);
   services.announce({ kind: 'event', projectId: project.id, eventId: event.id });
   return { status: 201, data: presentEvent(event) };
 };
 
 export const listEvents: Handler<'listEvents'> = async ({ params, query, caller, em }) => {
-  const { project } = await authorize(em, caller, params.namespace, 'event.list');
+  const { project } = await projectAccess(em, caller, params.namespace, 'event.list');
   const page = pageRequest(query);
   const events = await list(em, project, { feed: query.feed, tag: query.tag }, page);
   return { status: 200, data: toPage(events, page.limit, presentEvent) };
 };
 
 export const streamEvents: Handler<'streamEvents'> = async ({ params, headers, caller, em, services }) => {
-  const { projectId } = await authorize(em, caller, params.namespace, 'event.stream');
+  const { projectId } = await projectAccess(em, caller, params.namespace, 'event.stream');
   const viewer = { projectId, userId: caller.userId, credentialId: caller.credentialId, credentialKind: caller.kind };
   return { status: 200, stream: await services.live.open(viewer, headers['Last-Event-ID']) };
 };

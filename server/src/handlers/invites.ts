@@ -1,29 +1,35 @@
 import type { Handler } from '../http/handler-types.js';
-import { acceptInvite as accept, createInvite as create, deleteInvite as remove, listInvites as list, listReceivedInvites as received } from '../domain/members.js';
+import { inviteeAccess, projectAccess } from '../domain/access.js';
+import {
+  acceptInvite as accept,
+  createInvite as create,
+  deleteInvite as remove,
+  listInvites as list,
+  listReceivedInvites as received,
+} from '../domain/members.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
-import { authorize } from '../policies/project.js';
 import { presentInvite, presentProject, presentReceivedInvite } from '../presenters/project.js';
 
 export const createInvite: Handler<'createInvite'> = async ({ params, body, caller, em, services }) => {
-  const { project } = await authorize(em, caller, params.namespace, 'invite.create');
+  const { project } = await projectAccess(em, caller, params.namespace, 'invite.create');
   const invite = await create(em, caller.user, project, body.username, services.config.limits);
   return { status: 201, data: presentInvite(invite, services.icons) };
 };
 
 export const listInvites: Handler<'listInvites'> = async ({ params, query, caller, em, services }) => {
-  const { project } = await authorize(em, caller, params.namespace, 'invite.list');
+  const { project } = await projectAccess(em, caller, params.namespace, 'invite.list');
   const page = pageRequest(query);
   const invites = await list(em, project, page);
   return { status: 200, data: toPage(invites, page.limit, (invite) => presentInvite(invite, services.icons)) };
 };
 
 export const acceptInvite: Handler<'acceptInvite'> = async ({ params, caller, em, services }) => {
-  const { invite } = await authorize(em, caller, params.namespace, 'invite.accept', params.username);
-  return { status: 200, data: presentProject(await accept(em, caller.user, invite!), services.icons) };
+  const { invite } = await inviteeAccess(em, caller, params.namespace, 'invite.accept', params.username);
+  return { status: 200, data: presentProject(await accept(em, caller.user, invite), services.icons) };
 };
 
 export const deleteInvite: Handler<'deleteInvite'> = async ({ params, caller, em }) => {
-  const { project } = await authorize(em, caller, params.namespace, 'invite.delete', params.username);
+  const { project } = await projectAccess(em, caller, params.namespace, 'invite.delete', params.username);
   await remove(em, caller.user, project, params.username);
   return { status: 204 };
 };

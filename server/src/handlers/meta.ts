@@ -1,4 +1,6 @@
+import openApiDocument from '../../../spec/generated/openapi.json' with { type: 'json' };
 import { Unavailable } from '../errors.js';
+import { pingDatabase } from '../domain/health.js';
 import type { Handler } from '../http/handler-types.js';
 
 export const getRoot: Handler<'getRoot'> = async () => ({
@@ -6,10 +8,7 @@ export const getRoot: Handler<'getRoot'> = async () => ({
   data: { message: 'Hello from Signalboard. The API reference is at /v1/openapi.json.' },
 });
 
-export const getOpenApi: Handler<'getOpenApi'> = async ({ services }) => ({
-  status: 200,
-  raw: services.contract.document as unknown as Record<string, unknown>,
-});
+export const getOpenApi: Handler<'getOpenApi'> = async () => ({ status: 200, raw: openApiDocument });
 
 /**
  * Liveness: 200 while the process can serve, 503 once the embedded database has stopped for good
@@ -17,7 +16,7 @@ export const getOpenApi: Handler<'getOpenApi'> = async ({ services }) => ({
  * supervisor does for a failing liveness check.
  */
 export const getHealth: Handler<'getHealth'> = async ({ services }) => {
-  if (services.db.failed() !== undefined) throw new Unavailable('The embedded database has stopped; the service needs a restart.');
+  if (services.databaseFailure() !== undefined) throw new Unavailable('The embedded database has stopped; the service needs a restart.');
   return { status: 200, data: { status: 'ok' } };
 };
 
@@ -29,7 +28,7 @@ const READINESS_BOUND_MS = 1_500;
  * (every connection busy, or waiting on a stalled server); else 503 at the bound.
  */
 export const getReadiness: Handler<'getReadiness'> = async ({ em }) => {
-  const check = em.getConnection().execute('select 1');
+  const check = pingDatabase(em);
   // A check that loses the race still ends within the pool's own bounds; its failure then goes unobserved.
   check.catch(() => undefined);
   let timer: NodeJS.Timeout | undefined;

@@ -1,7 +1,7 @@
 import type { Handler } from '../http/handler-types.js';
+import { projectAccess, projectView } from '../domain/access.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
 import { createProject as create, deleteProject as remove, listProjects as list, updateProject as update } from '../domain/projects.js';
-import { authorize, authorizeView } from '../policies/project.js';
 import { presentProject } from '../presenters/project.js';
 
 export const createProject: Handler<'createProject'> = async ({ body, caller, em, services }) => {
@@ -16,18 +16,18 @@ export const listProjects: Handler<'listProjects'> = async ({ query, caller, em,
 };
 
 export const getProject: Handler<'getProject'> = async ({ params, caller, em, services }) => {
-  const { view } = await authorizeView(em, caller, params.namespace, 'project.read');
+  const view = await projectView(em, caller, params.namespace);
   return { status: 200, data: presentProject(view, services.icons) };
 };
 
 export const updateProject: Handler<'updateProject'> = async ({ params, body, caller, em, services }) => {
-  const { project } = await authorize(em, caller, params.namespace, 'project.update');
+  const { project } = await projectAccess(em, caller, params.namespace, 'project.update');
   const updated = await update(em, services.icons, caller.user, project, body);
   return { status: 200, data: presentProject(updated, services.icons) };
 };
 
 export const deleteProject: Handler<'deleteProject'> = async ({ params, caller, em, services }) => {
-  const { project } = await authorize(em, caller, params.namespace, 'project.delete');
+  const { project } = await projectAccess(em, caller, params.namespace, 'project.delete');
   await remove(em, services.billing, project);
   services.announce({ kind: 'project-deleted', projectId: project.id });
   return { status: 204 };

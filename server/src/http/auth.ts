@@ -9,24 +9,8 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Forbidden, Unauthenticated } from '../errors.js';
-import { resolveToken, type Caller } from '../domain/credentials.js';
+import { resolveAuthorization, type Caller } from '../domain/credentials.js';
 import type { ContractOperation } from './contract.js';
-
-const AUTHORIZATION = /^(?:Bearer|Token) +([A-Za-z0-9_-]{1,200})$/i;
-
-/** The caller a well-formed header's token stands for; undefined for no header, a malformed one, or a token of nobody. */
-async function resolveHeader(em: EntityManager, header: string | undefined): Promise<Caller | undefined> {
-  const token = header ? AUTHORIZATION.exec(header.trim())?.[1] : undefined;
-  return token ? resolveToken(em, token) : undefined;
-}
-
-/** The caller behind an `Authorization` header: undefined when absent, 401 when present but not valid. */
-export async function callerFromHeader(em: EntityManager, header: string | undefined): Promise<Caller | undefined> {
-  if (header === undefined || header === '') return undefined;
-  const caller = await resolveHeader(em, header);
-  if (!caller) throw new Unauthenticated();
-  return caller;
-}
 
 /**
  * The caller of an operation that needs one, if its credential resolves; undefined otherwise, and
@@ -34,7 +18,7 @@ export async function callerFromHeader(em: EntityManager, header: string | undef
  * bad credential: `authorize` does, once the request has been counted.
  */
 export async function identify(em: EntityManager, op: ContractOperation, header: string | undefined): Promise<Caller | undefined> {
-  return op.isPublic ? undefined : resolveHeader(em, header);
+  return op.isPublic ? undefined : resolveAuthorization(em, header);
 }
 
 /** 401 when the operation needs a caller and has none, 403 when it needs a session and has an API token. */

@@ -1,8 +1,8 @@
 /**
  * The contract at run time: the generated OpenAPI document, openapi-backend's validators compiled
- * from it, and a route table built once at start-up. openapi-backend's own matcher rebuilds a
+ * from it, and a route tree built once at start-up. openapi-backend's own matcher rebuilds a
  * regular expression per route on every request (its cost grows with the contract), so routing is
- * done here against the precompiled table and the matched operation is handed to openapi-backend's
+ * done here against the precompiled tree and the matched operation is handed to openapi-backend's
  * validator.
  *
  * Validation also holds every request to what the service can store and what the validator can
@@ -42,12 +42,13 @@ export interface ContractOperation {
   headerNames: string[];
 }
 
+/** One path template of the contract, with its operations by method. */
 interface Route {
-  pattern: RegExp;
   paramNames: string[];
-  /** Literal characters, to prefer `/invites/mine` over `/invites/{username}` when both match. */
-  specificity: number;
-  /** Place in `routes` (most specific first): of several templates matching a path, the lowest wins. */
+  /**
+   * Rank by literal characters, most first: of several templates matching a path, the lowest wins,
+   * so `/invites/mine` is preferred over `/invites/{username}`.
+   */
   order: number;
   byMethod: Map<string, ContractOperation>;
 }
@@ -55,7 +56,8 @@ interface Route {
 /**
  * The route table as a tree of path segments: a literal child per segment value and one child for
  * a `{param}` segment. Matching walks the path's segments, so its cost depends on the path's depth,
- * not on the number of routes in the contract.
+ * not on the number of routes in the contract. Every template's parameters are whole segments
+ * (`/feeds/{feed}`, never `/{sha}.png`), which `Contract` checks when it loads a document.
  */
 interface Node {
   literal: Map<string, Node>;
@@ -185,15 +187,12 @@ function screen(parts: [string, unknown][]): { problems: ErrorDetail[]; values: 
 }
 
 export class Contract {
-  readonly document: Document;
   readonly operations: ContractOperation[];
-  private readonly routes: Route[];
-  private readonly tree: Node | undefined;
+  private readonly tree: Node = newNode();
   /** The same validators compiled to stop at their first error, for requests too large to list all of theirs. */
   private readonly firstProblem: OpenAPIValidator;
 
-  private constructor(private readonly api: OpenAPIBackend, document: Document) {
-    this.document = document;
+  private constructor(private readonly api: OpenAPIBackend) {
     this.firstProblem = new OpenAPIValidator({
       definition: api.definition,
       router: api.router,
@@ -217,53 +216,34 @@ export class Contract {
     for (const op of this.operations) {
       let route = byPath.get(op.path);
       if (!route) {
-        const paramNames: string[] = [];
-        const source = op.path
-          .split(/(\{[^}]+\})/)
-          .map((part) => {
-            const param = /^\{([^}]+)\}$/.exec(part);
-            if (!param) return part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-            paramNames.push(param[1]!);
-            return '([^/]+)';
-          })
-          .join('');
-        route = {
-          pattern: new RegExp(`^${source}$`),
-          paramNames,
-          specificity: op.path.replace(/\{[^}]+\}/g, '').length,
-          order: 0,
-          byMethod: new Map(),
-        };
+        const segments = op.path.split('/').slice(1);
+        const partial = segments.find((segment) => segment.includes('{') && !/^\{[^}]+\}$/.test(segment));
+        if (partial !== undefined) throw new Error(`${op.path}: a path parameter must be a whole segment, not part of "${partial}"`);
+        const paramNames = segments.filter((segment) => segment.startsWith('{')).map((segment) => segment.slice(1, -1));
+        route = { paramNames, order: 0, byMethod: new Map() };
         byPath.set(op.path, route);
       }
       route.byMethod.set(op.method, op);
     }
-    this.routes = [...byPath.values()].sort((a, b) => b.specificity - a.specificity);
-    this.routes.forEach((route, i) => (route.order = i));
-    // Templates whose parameters are whole segments go into the tree; any other (`/{sha}.png`)
-    // makes matching fall back to trying every route's pattern in order.
-    const pure = [...byPath.keys()].every((path) => path.split('/').every((segment) => !segment.includes('{') || /^\{[^}]+\}$/.test(segment)));
-    if (pure) {
-      this.tree = newNode();
-      for (const [path, route] of byPath) {
-        let node = this.tree;
-        for (const segment of path.split('/').slice(1)) {
-          if (segment.startsWith('{')) node = node.param ??= newNode();
-          else {
-            let next = node.literal.get(segment);
-            if (!next) node.literal.set(segment, (next = newNode()));
-            node = next;
-          }
+    const literalLength = (path: string) => path.replace(/\{[^}]+\}/g, '').length;
+    [...byPath].sort(([a], [b]) => literalLength(b) - literalLength(a)).forEach(([, route], i) => (route.order = i));
+    for (const [path, route] of byPath) {
+      let node = this.tree;
+      for (const segment of path.split('/').slice(1)) {
+        if (segment.startsWith('{')) node = node.param ??= newNode();
+        else {
+          let next = node.literal.get(segment);
+          if (!next) node.literal.set(segment, (next = newNode()));
+          node = next;
         }
-        node.routes.push(route);
       }
+      node.routes.push(route);
     }
   }
 
   /**
    * Every template matching `segments` from `node` on (a literal branch and a parameter branch may
-   * both match); answers the one a linear scan in `routes` order would find first, with the values
-   * of its parameters in order.
+   * both match); answers the one of lowest `order`, with the values of its parameters in order.
    */
   private find(node: Node, segments: string[], at: number, values: string[]): { route: Route; values: string[] } | undefined {
     if (at === segments.length) {
@@ -293,7 +273,7 @@ export class Contract {
   static async load(document: Document = contractDocument): Promise<Contract> {
     const api = Contract.backend(document);
     await api.init();
-    return new Contract(api, document);
+    return new Contract(api);
   }
 
   /**
@@ -329,33 +309,17 @@ export class Contract {
   /** The operation for a request, or 404 `not_found` / 405 `method_not_allowed`. */
   match(method: string, path: string): RouteMatch {
     const normalized = path.length > 1 ? path.replace(/\/+$/, '') : path;
-    if (this.tree) {
-      const found = normalized.startsWith('/') ? this.find(this.tree, normalized.split('/'), 1, []) : undefined;
-      if (!found) throw new NotFound('No route matches this path.');
-      const op = found.route.byMethod.get(method === 'HEAD' ? 'GET' : method);
-      if (!op) throw new MethodNotAllowed([...found.route.byMethod.keys()]);
-      const params: Record<string, string> = {};
-      try {
-        found.route.paramNames.forEach((name, i) => (params[name] = decodeURIComponent(found.values[i]!)));
-      } catch {
-        throw new NotFound('No route matches this path.');
-      }
-      return { op, params };
+    const found = normalized.startsWith('/') ? this.find(this.tree, normalized.split('/'), 1, []) : undefined;
+    if (!found) throw new NotFound('No route matches this path.');
+    const op = found.route.byMethod.get(method === 'HEAD' ? 'GET' : method);
+    if (!op) throw new MethodNotAllowed([...found.route.byMethod.keys()]);
+    const params: Record<string, string> = {};
+    try {
+      found.route.paramNames.forEach((name, i) => (params[name] = decodeURIComponent(found.values[i]!)));
+    } catch {
+      throw new NotFound('No route matches this path.');
     }
-    for (const route of this.routes) {
-      const found = route.pattern.exec(normalized);
-      if (!found) continue;
-      const op = route.byMethod.get(method === 'HEAD' ? 'GET' : method);
-      if (!op) throw new MethodNotAllowed([...route.byMethod.keys()]);
-      const params: Record<string, string> = {};
-      try {
-        route.paramNames.forEach((name, i) => (params[name] = decodeURIComponent(found[i + 1]!)));
-      } catch {
-        throw new NotFound('No route matches this path.');
-      }
-      return { op, params };
-    }
-    throw new NotFound('No route matches this path.');
+    return { op, params };
   }
 
   /**

@@ -8,63 +8,113 @@
  * that an anonymous caller cannot make the server read a large body; an `x-raw-body` operation's
  * body is read by its handler, if at all.
  */
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Caller } from '../domain/credentials.js';
 import { Internal } from '../errors.js';
 import type { Services } from '../services.js';
 import { authorize, identify } from './auth.js';
 import { readJsonBody, readRawBody } from './body.js';
-import { invalidRequest, type Contract } from './contract.js';
+import { invalidRequest, type Contract, type ContractOperation } from './contract.js';
+import type { Outcome } from './envelope.js';
 import type { HandlerContext, Handlers, OperationId } from './handler-types.js';
-import { clientAddress } from './rate-limit.js';
-import type { Caller } from '../domain/credentials.js';
+import { clientAddress, type RateLimits } from './rate-limit.js';
+
+/** What the pipeline itself works with, which no handler reaches. */
+export interface Pipeline {
+  contract: Contract;
+  /** Each request gets its own fork of this ORM's EntityManager. */
+  orm: MikroORM;
+  rateLimits: RateLimits;
+}
+
+/** The request's parts the contract's validator checks against the operation's schema. */
+type CheckedParts<K extends OperationId> = Pick<HandlerContext<K>, 'params' | 'headers' | 'query' | 'body'>;
+
+/** A handler's input but `caller`, which HandlerInput answers from its prototype. */
+type InputFields<K extends OperationId> = Omit<HandlerContext<K>, 'caller'>;
 
 /** What `readRawBody` and `validateBody` are on an operation that is not `x-raw-body`: calling them is a programming error. */
 function notRawBody(): never {
   throw new Internal();
 }
 
-export function dispatch(contract: Contract, handlers: Handlers, services: Services): Middleware {
-  return async (ctx) => {
-    const { op, params } = contract.match(ctx.method, ctx.path);
-    ctx.state.operationId = op.operationId;
-    const em = services.db.orm.em.fork();
+/** Whether the contract's `operationId` is one of the generated types' operations, with its handler. */
+function hasHandler(handlers: Handlers, operationId: string): operationId is OperationId {
+  return Object.hasOwn(handlers, operationId);
+}
+
+export function dispatch({ contract, orm, rateLimits }: Pipeline, handlers: Handlers, services: Services): Middleware {
+  /** The request to operation `operationId`, from its credential to its handler's outcome. */
+  async function serve<K extends OperationId>(ctx: Context, operationId: K, op: ContractOperation, pathParams: Record<string, string>) {
+    const em = orm.em.fork();
     const authorization = ctx.get('Authorization') || undefined;
     const resolved = await identify(em, op, authorization);
-    await services.rateLimits.consume(op.operationId, ctx, resolved);
+    await rateLimits.consume(operationId, ctx, resolved);
     const caller = authorize(op, resolved);
-    const handler = handlers[op.operationId as OperationId] as unknown as (c: HandlerContext<OperationId>) => Promise<{ status: number }>;
     const body = op.hasBody && !op.rawBody ? await readJsonBody(ctx) : undefined;
+    const headers = Object.fromEntries(op.headerNames.map((name) => [name, ctx.get(name) || undefined]));
 
-    const checked = contract.validate(op, { headers: ctx.headers, query: ctx.query, body }, params);
+    const checked = contract.validate(op, { headers: ctx.headers, query: ctx.query, body }, pathParams);
     if (!checked.ok) throw invalidRequest(checked.details);
+    // The one boundary between the contract's run-time check and its compile-time types: `validate`
+    // has just held the path, query, declared headers and body to this operation's schema (coercing
+    // and defaulting them), which is what the generated types describe.
+    const parts = { params: checked.params, headers, query: checked.query, body } as CheckedParts<K>;
 
-    const input = new HandlerInput({
-      params: checked.params,
-      headers: Object.fromEntries(op.headerNames.map((name) => [name, ctx.get(name) || undefined])),
-      query: checked.query,
-      body,
+    const handler = handlers[operationId];
+    return handler(new HandlerInput<K>({
+      ...parts,
       readRawBody: op.rawBody ? (limitBytes: number) => readRawBody(ctx, limitBytes) : notRawBody,
       validateBody: op.rawBody ? (value: unknown) => contract.validateBody(op, value) : notRawBody,
       authorization,
       device: { userAgent: ctx.get('User-Agent') || undefined, ip: clientAddress(ctx) || undefined },
       em,
       services,
-    }, caller);
-    ctx.state.outcome = await handler(input as unknown as HandlerContext<OperationId>);
+    }, caller));
+  }
+
+  return async (ctx) => {
+    const { op, params } = contract.match(ctx.method, ctx.path);
+    ctx.state.operationId = op.operationId;
+    // handlers/index.ts has a handler for every operation of the generated contract the service loads.
+    if (!hasHandler(handlers, op.operationId)) throw new Internal();
+    const outcome: Outcome = await serve(ctx, op.operationId, op, params);
+    ctx.state.outcome = outcome;
   };
 }
 
 /**
- * What a handler receives, seen by it as its operation's `HandlerContext`. `caller` is a getter on
+ * What a handler receives: its operation's `HandlerContext`, field by field. `caller` is a getter on
  * this prototype, not in a literal built per request, which V8 would keep reachable with the whole
  * request (see `ResolvedCaller` in domain/credentials.ts).
  */
-class HandlerInput {
+class HandlerInput<K extends OperationId> implements HandlerContext<K> {
+  readonly params: HandlerContext<K>['params'];
+  readonly headers: HandlerContext<K>['headers'];
+  readonly query: HandlerContext<K>['query'];
+  readonly body: HandlerContext<K>['body'];
+  readonly readRawBody: HandlerContext<K>['readRawBody'];
+  readonly validateBody: HandlerContext<K>['validateBody'];
+  readonly authorization: HandlerContext<K>['authorization'];
+  readonly device: HandlerContext<K>['device'];
+  readonly em: HandlerContext<K>['em'];
+  readonly services: HandlerContext<K>['services'];
+
   constructor(
-    fields: object,
+    fields: InputFields<K>,
     private readonly authenticated: Caller | undefined,
   ) {
-    Object.assign(this, fields);
+    this.params = fields.params;
+    this.headers = fields.headers;
+    this.query = fields.query;
+    this.body = fields.body;
+    this.readRawBody = fields.readRawBody;
+    this.validateBody = fields.validateBody;
+    this.authorization = fields.authorization;
+    this.device = fields.device;
+    this.em = fields.em;
+    this.services = fields.services;
   }
 
   /** Reading it on a public operation is a programming error (the types say so too). */

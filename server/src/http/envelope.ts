@@ -7,8 +7,7 @@
 import type { Readable } from 'node:stream';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
-import { DriverException, ForeignKeyConstraintViolationException } from '@mikro-orm/core';
-import pg from 'pg';
+import { isMissingReference, sqlStateOf } from '../db/errors.js';
 import { ApiError, Internal, NotFound, Unavailable } from '../errors.js';
 
 export interface Outcome {
@@ -31,7 +30,7 @@ declare module 'koa' {
  * Every form in which a database that is gone, killed, stalled or overwhelmed reaches the envelope,
  * each answered 503 `unavailable` with Retry-After rather than 500: the pool replaces broken
  * connections by itself, so the same request may succeed once the database answers again. A SQLSTATE
- * counts on MikroORM's DriverException or on pg's own DatabaseError (db/sql.ts's statements); knex
+ * counts on MikroORM's DriverException or on pg's own DatabaseError (db/raw.ts's statements); knex
  * prefixes a failed query's SQL to the message, so messages are matched anywhere in it.
  */
 const DATABASE_UNAVAILABLE: { reason: string; sqlstate?: RegExp; errno?: string[]; message?: RegExp; retryAfter: number }[] = [
@@ -66,7 +65,7 @@ const DATABASE_UNAVAILABLE: { reason: string; sqlstate?: RegExp; errno?: string[
 function databaseUnavailable(error: unknown): (typeof DATABASE_UNAVAILABLE)[number] | undefined {
   if (!(error instanceof Error)) return undefined;
   const code = (error as { code?: unknown }).code;
-  const sqlstate = typeof code === 'string' && (error instanceof DriverException || error instanceof pg.DatabaseError) ? code : undefined;
+  const sqlstate = sqlStateOf(error);
   return DATABASE_UNAVAILABLE.find((form) =>
     (form.sqlstate && sqlstate !== undefined && form.sqlstate.test(sqlstate)) ||
     (form.errno && typeof code === 'string' && form.errno.includes(code)) ||
@@ -76,7 +75,7 @@ function databaseUnavailable(error: unknown): (typeof DATABASE_UNAVAILABLE)[numb
 function toApiError(error: unknown, logger: Logger): ApiError {
   if (error instanceof ApiError) return error;
   // A row the change pointed at was deleted by a concurrent request (an event for a feed being deleted).
-  if (error instanceof ForeignKeyConstraintViolationException) return new NotFound('What this request refers to was deleted meanwhile.');
+  if (isMissingReference(error)) return new NotFound('What this request refers to was deleted meanwhile.');
   const unavailable = databaseUnavailable(error);
   if (unavailable) {
     const err = { type: (error as Error).name, code: (error as { code?: unknown }).code };
@@ -103,7 +102,7 @@ export function envelope(): Middleware {
       } else if (outcome.status === 204) ctx.body = null;
       else ctx.body = outcome.raw !== undefined ? outcome.raw : { success: true, data: outcome.data };
     } catch (thrown) {
-      const error = toApiError(thrown, ctx.state.log ?? ctx.app.context.logger);
+      const error = toApiError(thrown, ctx.state.log);
       ctx.status = error.status;
       ctx.set(error.headers);
       ctx.body = {

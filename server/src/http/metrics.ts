@@ -7,13 +7,8 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { Counter, Histogram, Registry } from 'prom-client';
 import type { Database } from '../db/orm.js';
+import { poolUse } from '../db/pool.js';
 import { NotFound, Unauthenticated } from '../errors.js';
-
-interface KnexPool {
-  numUsed(): number;
-  numFree(): number;
-  numPendingAcquires(): number;
-}
 
 export class Metrics {
   private constructor(
@@ -35,18 +30,17 @@ export class Metrics {
       registers: [registry],
     });
     collectDefaultMetrics({ register: registry });
-    const pool = () => (db.orm.em.getConnection().getKnex().client as { pool?: KnexPool }).pool;
     new Gauge({
       name: 'signalboard_db_pool_connections',
       help: 'Database pool connections, by state.',
       labelNames: ['state'],
       registers: [registry],
       collect() {
-        const current = pool();
-        if (!current) return;
-        this.set({ state: 'used' }, current.numUsed());
-        this.set({ state: 'free' }, current.numFree());
-        this.set({ state: 'pending' }, current.numPendingAcquires());
+        const use = poolUse(db);
+        if (!use) return;
+        this.set({ state: 'used' }, use.used);
+        this.set({ state: 'free' }, use.free);
+        this.set({ state: 'pending' }, use.pending);
       },
     });
     return new Metrics(registry, requests, latency);

@@ -17,6 +17,7 @@ import type { Context } from 'koa';
 import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config } from '../config.js';
 import type { Database } from '../db/orm.js';
+import { rateLimitStore } from '../db/pool.js';
 import type { Caller } from '../domain/credentials.js';
 import { TooManyRequests } from '../errors.js';
 
@@ -73,8 +74,7 @@ export class RateLimits {
       if (db.kind === 'embedded') return new RateLimiterMemory(options);
       return new RateLimiterPostgres({
         ...options,
-        storeClient: db.orm.em.getConnection().getKnex(),
-        storeType: 'knex',
+        ...rateLimitStore(db),
         tableName: 'rate_limits',
         tableCreated: true,
       });

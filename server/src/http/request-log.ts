@@ -10,7 +10,8 @@ import type { Logger } from 'pino';
 
 declare module 'koa' {
   interface DefaultState {
-    log?: Logger;
+    /** The request's logger, with its id: set by `requestLog`, the app's first middleware, so every later one has it. */
+    log: Logger;
   }
 }
 

@@ -4,10 +4,9 @@
  * other's events with no other moving part. The embedded database has exactly one owner process,
  * so there the bus is in-process. Messages carry ids only; readers load what they need.
  */
-import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import { pgConnectionOptions } from '../db/orm.js';
+import { listen, type Listener, type Notify } from '../domain/notifications.js';
 
 export type BusMessage =
   | { kind: 'event'; projectId: string; eventId: string }
@@ -65,57 +64,44 @@ export class LocalBus implements EventBus {
   }
 }
 
-/** LISTEN/NOTIFY on a connection of its own, reconnected with back-off when it drops. */
+/** NOTIFY on the pool, LISTEN on a connection of its own, reconnected with back-off when it drops. */
 export class PostgresBus implements EventBus {
-  private listener: pg.Client | undefined;
+  private listener: Listener | undefined;
   private readonly handlers: { onMessage: (m: BusMessage) => void; onReset: () => void }[] = [];
   private closed = false;
   private retryMs = 250;
 
   private constructor(
-    /** The pool's connection settings (db/orm.ts): connecting and the `listen` are bounded, so a stalled server only delays the retries. */
-    private readonly connection: pg.ClientConfig,
-    /** Runs SQL on the service's pool, which reconnects on its own: announcing never waits for the listener. */
-    private readonly execute: (sql: string, params: unknown[]) => Promise<unknown>,
+    private readonly databaseUrl: string,
+    /** The pool's bounds: connecting and the `listen` are bounded, so a stalled server only delays the retries. */
+    private readonly bounds: Config['database'],
+    private readonly notify: Notify,
     private readonly logger: Logger,
   ) {}
 
-  static async start(
-    databaseUrl: string,
-    execute: (sql: string, params: unknown[]) => Promise<unknown>,
-    logger: Logger,
-    bounds: Config['database'],
-  ): Promise<PostgresBus> {
-    const bus = new PostgresBus(pgConnectionOptions(databaseUrl, bounds), execute, logger);
+  static async start(databaseUrl: string, notify: Notify, logger: Logger, bounds: Config['database']): Promise<PostgresBus> {
+    const bus = new PostgresBus(databaseUrl, bounds, notify, logger);
     await bus.connect();
     return bus;
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client(this.connection);
-    client.on('notification', ({ payload }) => {
-      const message = payload === undefined ? undefined : decode(payload);
-      if (message) for (const handler of this.handlers) handler.onMessage(message);
+    const listener = await listen(this.databaseUrl, this.bounds, CHANNEL, {
+      notification: (payload) => {
+        const message = decode(payload);
+        if (message) for (const handler of this.handlers) handler.onMessage(message);
+      },
+      lost: () => this.reconnect(),
     });
-    client.on('error', () => this.reconnect(client));
-    client.on('end', () => this.reconnect(client));
-    try {
-      await client.connect();
-      await client.query(`listen ${CHANNEL}`);
-    } catch (error) {
-      // Not awaited: an unanswered client is destroyed at once, but an orderly end waits for the server.
-      client.end().catch(() => undefined);
-      throw error;
-    }
-    this.listener = client;
+    // Closed while this attempt connected: nothing may keep listening.
+    if (this.closed) await listener.close();
+    else this.listener = listener;
     this.retryMs = 250;
   }
 
-  private reconnect(client: pg.Client): void {
-    if (this.closed || this.listener !== client) return;
+  private reconnect(): void {
     this.listener = undefined;
-    client.removeAllListeners('end');
-    client.end().catch(() => undefined);
+    if (this.closed) return;
     this.logger.warn('live listener lost; reconnecting');
     const retry = () => {
       if (this.closed) return;
@@ -134,7 +120,7 @@ export class PostgresBus implements EventBus {
   }
 
   async announce(message: BusMessage): Promise<void> {
-    await this.execute('select pg_notify(?, ?)', [CHANNEL, encode(message)]);
+    await this.notify(CHANNEL, encode(message));
   }
 
   subscribe(onMessage: (message: BusMessage) => void, onReset: () => void): void {
@@ -143,6 +129,6 @@ export class PostgresBus implements EventBus {
 
   async close(): Promise<void> {
     this.closed = true;
-    await this.listener?.end().catch(() => undefined);
+    await this.listener?.close();
   }
 }

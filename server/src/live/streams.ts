@@ -25,7 +25,8 @@
 import { PassThrough, type Readable } from 'node:stream';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
-import { Event } from '../db/entities.js';
+import type { Event } from '../db/entities.js';
+import { eventsAfter, latestEventId } from '../domain/events.js';
 import type { StreamViewer } from '../domain/stream-access.js';
 import { TooManyStreams } from '../errors.js';
 import { presentEvent } from '../presenters/project.js';
@@ -126,8 +127,7 @@ export class LiveStreams {
   }
 
   private async latestId(projectId: string): Promise<string> {
-    const [latest] = await this.orm.em.fork().find(Event, { project: projectId }, { orderBy: { id: 'desc' }, limit: 1, fields: ['id'] });
-    return latest?.id ?? NIL;
+    return (await latestEventId(this.orm.em.fork(), projectId)) ?? NIL;
   }
 
   private receive(message: BusMessage): void {
@@ -157,7 +157,7 @@ export class LiveStreams {
     const key = `${projectId}/${cursor}/${generation}`;
     let read = this.reads.get(key);
     if (!read) {
-      read = this.orm.em.fork().find(Event, { project: projectId, id: { $gt: cursor } }, { orderBy: { id: 'asc' }, limit: BATCH, populate: ['feed'] });
+      read = eventsAfter(this.orm.em.fork(), projectId, cursor, BATCH);
       this.reads.set(key, read);
       const forget = () => this.reads.delete(key);
       read.then(forget, forget);

@@ -7,11 +7,10 @@
  * The embedded database has a single owning process, whose runs never overlap. A failed run is
  * logged as a warning and the next one tries again; nothing here ever stops the service.
  */
-import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Database } from '../db/orm.js';
-import { query } from '../db/raw.js';
+import { deleteStripeEventsReceivedBefore, iconsInUse, tryPruneLock } from '../domain/retention.js';
 import type { IconStore } from '../storage/icons.js';
 
 export interface MaintenanceOptions {
@@ -45,9 +44,6 @@ export interface PruneReport {
   icons: number;
   stripeEvents: number;
 }
-
-/** The advisory lock (class, key) of pruning; the class differs from every other lock's of this service. */
-const PRUNE_LOCK = [0x5b1f, 1] as const;
 
 const SKIPPED: PruneReport = { ran: false, icons: 0, stripeEvents: 0 };
 
@@ -132,51 +128,22 @@ export class Maintenance {
     }
   }
 
-  /** The lock's release, or undefined when another session holds it. Ending the session releases it. */
+  /** The lock's release, or undefined when another session holds it. */
   private async lock(): Promise<(() => Promise<void>) | undefined> {
     if (this.db.kind === 'embedded') return async () => {};
-    const client = new pg.Client({
-      connectionString: this.config.databaseUrl,
-      connectionTimeoutMillis: this.config.database.connectTimeoutMs,
-    });
-    // A lost connection surfaces here as an event; it also releases the lock, which at worst lets another run overlap.
-    client.on('error', () => undefined);
-    const end = () => client.end().catch(() => undefined);
-    try {
-      await client.connect();
-      const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_lock($1, $2) as locked', [...PRUNE_LOCK]);
-      if (rows[0]?.locked) return end;
-    } catch (error) {
-      await end();
-      throw error;
-    }
-    await end();
-    return undefined;
+    return tryPruneLock(this.config.databaseUrl!, this.config.database.connectTimeoutMs);
   }
 
-  private async pruneStripeEvents(): Promise<number> {
+  private pruneStripeEvents(): Promise<number> {
     const cutoff = new Date(Date.now() - this.options.stripeEventRetentionMs);
-    let removed = 0;
-    for (let batch = 0; batch < this.options.maxBatches && !this.stopped; batch++) {
-      const [row] = await query<{ n: number }>(
-        this.db.orm.em.fork(),
-        `with gone as (delete from stripe_events where id in (select id from stripe_events where received_at < ? limit ?) returning 1)
-         select count(*)::int as n from gone`,
-        [cutoff, this.options.batchSize],
-      );
-      removed += row!.n;
-      if (row!.n < this.options.batchSize) break;
-    }
-    return removed;
+    return deleteStripeEventsReceivedBefore(this.db.orm.em.fork(), cutoff, {
+      batchSize: this.options.batchSize,
+      maxBatches: this.options.maxBatches,
+      stopping: () => this.stopped,
+    });
   }
 
-  /** The keys among `keys` that a project's or a user's icon refers to. */
-  private async referencedIcons(keys: string[]): Promise<Set<string>> {
-    const rows = await query<{ key: string }>(
-      this.db.orm.em.fork(),
-      'select icon as key from projects where icon = any(?::char(64)[]) union select icon from users where icon = any(?::text[])',
-      [keys, keys],
-    );
-    return new Set(rows.map((row) => row.key));
+  private referencedIcons(keys: string[]): Promise<Set<string>> {
+    return iconsInUse(this.db.orm.em.fork(), keys);
   }
 }

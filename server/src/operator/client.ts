@@ -51,10 +51,10 @@ async function readOperatorFile(dataDir: string): Promise<OperatorFile | undefin
     file = JSON.parse(await readFile(operatorFilePath(dataDir), 'utf8')) as OperatorFile;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new Error(`cannot read ${operatorFilePath(dataDir)} (run this as the service's user): ${(err as Error).message}`);
+    throw new Error(`cannot read ${operatorFilePath(dataDir)} (run this as the service's user): ${(err as Error).message}`, { cause: err });
   }
   // Left behind by a service that died, or written by one in another container: not reachable here.
-  // Without a socket it was written by a build older than this one, which this command cannot ask.
+  // A file without a socket names no channel this command can ask.
   return isOwnerAliveHere(file) && typeof file.socket === 'string' ? file : undefined;
 }
 
@@ -81,7 +81,9 @@ function remoteStore(service: OperatorFile): InviteCodeStore {
     try {
       res = await exchange(service.socket, method, body === undefined ? undefined : JSON.stringify(body));
     } catch (err) {
-      throw new Error(`the running service (process ${service.pid}) did not answer on ${service.socket}: ${(err as Error).message}`);
+      throw new Error(`the running service (process ${service.pid}) did not answer on ${service.socket}: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     let answer: { error?: string } = {};
     try {

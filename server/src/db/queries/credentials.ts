@@ -1,0 +1,48 @@
+/**
+ * The credential a presented token stands for, with its user, and the record of its use: what every
+ * authenticated request may run. The lookup is written out (raw.ts says why not `find`).
+ */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ApiToken, Session, User } from '../entities.js';
+import { mapRow, query, selectColumns, sqlOnce } from '../raw.js';
+
+export type CredentialKind = 'session' | 'api';
+
+const TABLE: Record<CredentialKind, string> = { session: 'sessions', api: 'api_tokens' };
+
+/**
+ * A credential and its user's columns (prefixed `u__`). Timestamps arrive as text: MikroORM's
+ * driver leaves their parsing to the entity mapping.
+ */
+export type CredentialRow = {
+  credential_id: string;
+  expires_at: string | null;
+  last_used_at: string | null;
+  u__id: string;
+  u__username: string;
+} & Record<string, unknown>;
+
+/** The credential of `kind` whose token hashes to `tokenHash`, with its user, in one statement; undefined when none. */
+export async function findCredential(em: EntityManager, kind: CredentialKind, tokenHash: string): Promise<CredentialRow | undefined> {
+  const table = TABLE[kind];
+  const sql = sqlOnce(`credential:${table}`, () =>
+    `select c.id as credential_id, c.expires_at, c.last_used_at, ${selectColumns(em, User, 'u', 'u')}
+     from ${table} c join users u on u.id = c.user_id where c.token_hash = ?`);
+  const [row] = await query<CredentialRow>(em, sql, [tokenHash]);
+  return row;
+}
+
+/** The row's user as the managed entity, merged into the request's identity map. */
+export function credentialUser(em: EntityManager, row: CredentialRow): User {
+  return mapRow(em, User, row, 'u');
+}
+
+/** Records a session's use: when, and the expiry its idle time now runs to. */
+export async function touchSession(em: EntityManager, id: string, usedAt: Date, expiresAt: Date): Promise<void> {
+  await em.nativeUpdate(Session, { id }, { lastUsedAt: usedAt, expiresAt });
+}
+
+/** Records an API token's use. */
+export async function touchApiToken(em: EntityManager, id: string, usedAt: Date): Promise<void> {
+  await em.nativeUpdate(ApiToken, { id }, { lastUsedAt: usedAt });
+}

@@ -1,0 +1,121 @@
+/**
+ * Access to the project a route names: loads the facts the rules need (policies/project.ts) and
+ * hands the handler what it may act on. The project and the caller's role come in one statement;
+ * the caller's pending invite is looked up only on an invite route that names the caller.
+ */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Project, ProjectInvite } from '../db/entities.js';
+import {
+  findPendingInvite,
+  findProjectWithRole,
+  findProjectWithRoleAndContents,
+  plainProject,
+  projectEntity,
+  type ProjectRoleRow,
+} from '../db/queries/access.js';
+import {
+  needsInviteFact,
+  permit,
+  projectNotFound,
+  type ActingAs,
+  type InviteeAction,
+  type ProjectAction,
+} from '../policies/project.js';
+import { Internal } from '../errors.js';
+import type { Caller } from './credentials.js';
+import type { ProjectFields, ProjectView } from './projects.js';
+
+export interface ProjectAccess {
+  /** The project as a managed entity, mapped on first use: a route that needs only its id never maps it. */
+  readonly project: Project;
+  readonly projectId: string;
+  /** The caller's role, or `invitee` for an invitee declining its own invite. */
+  readonly actingAs: ActingAs;
+}
+
+export interface InviteeAccess extends ProjectAccess {
+  /** The caller's pending invite to the project: the invitee's routes act on it. */
+  readonly invite: ProjectInvite;
+}
+
+/** Every action but the invitee's own, which `inviteeAccess` serves. */
+export type MemberAction = Exclude<ProjectAction, InviteeAction>;
+
+/**
+ * The project `namespace` names, if the caller may take `action` on it; 404/403 otherwise.
+ * `subject` is the username a member or invite route names.
+ */
+export async function projectAccess(
+  em: EntityManager,
+  caller: Caller,
+  namespace: string,
+  action: MemberAction,
+  subject?: string,
+): Promise<ProjectAccess> {
+  const { row, actingAs } = await decide(em, caller, namespace, action, subject);
+  return new LoadedAccess(em, row, actingAs);
+}
+
+/** The invitee `username` names, on its own invite to the project; 404/403 for anyone else, or without an invite. */
+export async function inviteeAccess(
+  em: EntityManager,
+  caller: Caller,
+  namespace: string,
+  action: InviteeAction,
+  username: string,
+): Promise<InviteeAccess> {
+  const { row, actingAs, invite } = await decide(em, caller, namespace, action, username);
+  // `permit` lets an invitee's action through only with the caller's own pending invite: a rule that
+  // did otherwise is a programming error, refused rather than acted on.
+  if (!invite) throw new Internal();
+  return new LoadedInviteeAccess(em, row, actingAs, invite);
+}
+
+/**
+ * The whole project as its read answers it, if the caller may read it; 404 otherwise. One statement
+ * brings the project, the caller's role, the members and the feeds, all as plain rows.
+ */
+export async function projectView(em: EntityManager, caller: Caller, namespace: string): Promise<ProjectView> {
+  const row = await findProjectWithRoleAndContents(em, caller.userId, namespace);
+  if (!row) throw projectNotFound();
+  permit('project.read', { role: row.member_role ?? undefined, isSubject: false, hasPendingInvite: false });
+  return { id: row.p__id, project: plainProject(em, row) as ProjectFields, members: row.members, feeds: row.feeds };
+}
+
+/** The facts the rules need, loaded, and the rules' decision on them. */
+async function decide(em: EntityManager, caller: Caller, namespace: string, action: ProjectAction, subject: string | undefined) {
+  const row = await findProjectWithRole(em, caller.userId, namespace);
+  if (!row) throw projectNotFound();
+  const isSubject = subject !== undefined && subject.toLowerCase() === caller.username;
+  const invite = needsInviteFact(action, isSubject) ? await findPendingInvite(em, row.p__id, caller.userId) : undefined;
+  const actingAs = permit(action, { role: row.member_role ?? undefined, isSubject, hasPendingInvite: invite !== undefined });
+  return { row, actingAs, invite };
+}
+
+/**
+ * A class for its prototype getter: a getter in an object literal made per request gives each
+ * object a hidden class of its own in V8, which keeps the request's objects alive through every
+ * young-generation collection (see `ResolvedCaller` in credentials.ts).
+ */
+class LoadedAccess implements ProjectAccess {
+  readonly projectId: string;
+  #project: Project | undefined;
+
+  constructor(
+    private readonly em: EntityManager,
+    private readonly row: ProjectRoleRow,
+    readonly actingAs: ActingAs,
+  ) {
+    this.projectId = row.p__id;
+  }
+
+  get project(): Project {
+    return (this.#project ??= projectEntity(this.em, this.row));
+  }
+}
+
+class LoadedInviteeAccess extends LoadedAccess implements InviteeAccess {
+  constructor(em: EntityManager, row: ProjectRoleRow, actingAs: ActingAs, readonly invite: ProjectInvite) {
+    super(em, row, actingAs);
+  }
+}
