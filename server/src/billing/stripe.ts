@@ -2,7 +2,7 @@
  * Stripe through the `stripe` package, pointed at `STRIPE_API_URL` (Stripe itself, a proxy, or the
  * tests' stand-in).
  *
- * Time budget of a cancel (see the README's Billing section): each attempt may take
+ * Time budget of a cancel (docs/billing.md, timeouts and retries): each attempt may take
  * STRIPE_TIMEOUT_MS, the package retries once (connection errors, timeouts, 409 and 5xx, after a
  * 0.5 s back-off), so the worst case is about 10.5 s; STRIPE_DEADLINE_MS caps the whole call even
  * if a server trickles bytes and keeps the package's idle timer from firing. The delete holds the

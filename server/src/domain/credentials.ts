@@ -111,7 +111,7 @@ export async function callerFromHeader(em: EntityManager, header: string | undef
  * per request gives each object a hidden class of its own in V8, and that class (old space) keeps
  * the getter's closure, and all it reaches, through every young-generation collection: the
  * request's objects get promoted, and a project read would spend a tenth of its time in garbage
- * collection (BENCHMARKS.md has the figures).
+ * collection (docs/performance-journal.md has the figures).
  */
 class ResolvedCaller implements Caller {
   readonly userId: string;

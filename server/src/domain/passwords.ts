@@ -18,7 +18,7 @@ const bcryptjsPath = createRequire(import.meta.url).resolve('bcryptjs');
 /**
  * The workers' nice value (Linux): hashing yields the CPU to serving requests. Where cores are
  * spare a hash runs at full speed; where the machine is saturated, a sign-up waits longer rather
- * than every other request (BENCHMARKS.md).
+ * than every other request (docs/performance-journal.md).
  */
 export const WORKER_NICE = 10;
 

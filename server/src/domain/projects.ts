@@ -20,7 +20,7 @@ export type { FeedRow, MemberRow } from '../db/queries/project-contents.js';
 /**
  * A project with what its answer shows. Members and feeds are plain rows, not managed entities: an
  * answer never changes them, and mapping a project's 45 of them into the identity map costs more CPU
- * than running the statements (BENCHMARKS.md has the figures). `id` is the project's, for pagination.
+ * than running the statements (docs/performance-journal.md has the figures). `id` is the project's, for pagination.
  */
 export interface ProjectView extends ProjectContents {
   id: string;
