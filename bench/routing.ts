@@ -37,7 +37,7 @@ const CASES: Case[] = [
 
 function oneRoute(full: Document, path: string, method: string): Document {
   const item = (full.paths as Record<string, Record<string, unknown>>)[path]!;
-  return { ...full, paths: { [path]: { [method.toLowerCase()]: item[method.toLowerCase()] } } } as Document;
+  return { ...full, paths: { [path]: { [method.toLowerCase()]: item[method.toLowerCase()] } } };
 }
 
 /**
@@ -71,7 +71,7 @@ export interface RoutingResult {
 }
 
 export async function measureRouting(iterations = 20_000): Promise<RoutingResult[]> {
-  const full = structuredClone(contractDocument) as unknown as Document;
+  const full = structuredClone(contractDocument);
   const fullContract = await Contract.load(full);
   const results: RoutingResult[] = [];
   for (const c of CASES) {

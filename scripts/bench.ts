@@ -76,7 +76,7 @@ async function postgresVersion(url: string): Promise<string> {
   return rows[0]!.server_version.split(' ')[0]!;
 }
 
-async function json(url: string, method: string, body: unknown, token?: string): Promise<any> {
+async function json<T>(url: string, method: string, body: unknown, token?: string): Promise<T> {
   const response = await fetch(url, {
     method,
     headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
@@ -84,7 +84,7 @@ async function json(url: string, method: string, body: unknown, token?: string):
   });
   const text = await response.text();
   if (response.status >= 300) throw new Error(`${method} ${url}: ${response.status} ${text.slice(0, 300)}`);
-  return text ? JSON.parse(text) : undefined;
+  return (text ? JSON.parse(text) : undefined) as T;
 }
 
 /** Round-robin over a list. */
@@ -98,7 +98,7 @@ async function main(): Promise<void> {
   const cpus = os.cpus();
   const results: Results = {
     when: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
-    section: args.section!,
+    section: args.section,
     options: { seconds, warmup, connections },
     machine: {
       cpu: cpus[0]?.model.trim() ?? 'unknown',
@@ -149,8 +149,8 @@ async function main(): Promise<void> {
     const tokens = new Map<number, string>();
     const login = async (userIndex: number) => {
       if (!tokens.has(userIndex)) {
-        const answer = await json(`${a.url}/v1/auth/login`, 'POST', { login: fixture.users[userIndex]!.username, password: fixture.password });
-        tokens.set(userIndex, answer.data.token as string);
+        const answer = await json<{ data: { token: string } }>(`${a.url}/v1/auth/login`, 'POST', { login: fixture.users[userIndex]!.username, password: fixture.password });
+        tokens.set(userIndex, answer.data.token);
       }
       return tokens.get(userIndex)!;
     };
@@ -202,8 +202,8 @@ async function main(): Promise<void> {
     const walk = async (namespace: string, token: string, pages: number): Promise<string> => {
       let cursor: string | undefined;
       for (let i = 0; i < pages; i++) {
-        const answer = await json(`${a.url}/v1/projects/${namespace}/activity?limit=100${cursor ? `&cursor=${cursor}` : ''}`, 'GET', undefined, token);
-        cursor = answer.data.next_cursor;
+        const answer = await json<{ data: { next_cursor: string | null } }>(`${a.url}/v1/projects/${namespace}/activity?limit=100${cursor ? `&cursor=${cursor}` : ''}`, 'GET', undefined, token);
+        cursor = answer.data.next_cursor ?? undefined;
         if (!cursor) throw new Error(`${namespace}: the log ended after ${i + 1} pages`);
       }
       return cursor!;
@@ -446,7 +446,7 @@ async function coldStart(env: Record<string, string>): Promise<Results['coldStar
     rss.push(rssMiB(child.pid) ?? NaN);
     await child.stop();
     const line = readFileSync(file, 'utf8').split('\n').find((l) => l.includes('"msg":"ready"'));
-    if (line) ready.push(JSON.parse(line).ms as number);
+    if (line) ready.push((JSON.parse(line) as { ms: number }).ms);
   }
   const node: number[] = [];
   for (let i = 0; i < 5; i++) {

@@ -74,7 +74,7 @@ export type SignalboardClient = Omit<Client<paths>, 'GET' | 'PUT' | 'POST' | 'DE
 
 export function createClient({ baseUrl, token, headers, retryOnRateLimit = 0, ...rest }: SignalboardClientOptions): SignalboardClient {
   const fetch = retryOnRateLimit > 0 ? retryingFetch(retryOnRateLimit, rest.fetch ?? globalThis.fetch) : rest.fetch;
-  const client = createFetchClient<paths>({ baseUrl: baseUrl.replace(/\/+$/, ''), headers, ...rest, ...(fetch ? { fetch: fetch as typeof globalThis.fetch } : {}) });
+  const client = createFetchClient<paths>({ baseUrl: baseUrl.replace(/\/+$/, ''), headers, ...rest, ...(fetch ? { fetch: fetch } : {}) });
   if (token !== undefined) {
     client.use({
       onRequest({ request }) {
@@ -152,7 +152,7 @@ export async function* paginate<P extends ListPath>(
   do {
     const get = client.GET as unknown as (path: string, init: unknown) => Promise<{ data?: { data: { items: ListItem<P>[]; next_cursor: string | null } }; error?: unknown; response: Response }>;
     const { data, error, response } = await get(path, { params: { path: base.path, query: { ...base.query, ...(cursor ? { cursor } : {}) } } });
-    if (!data) throw SignalboardError.fromEnvelope(response.status, error as never);
+    if (!data) throw SignalboardError.fromEnvelope(response.status, error);
     yield* data.data.items;
     cursor = data.data.next_cursor ?? undefined;
   } while (cursor);
