@@ -42,15 +42,26 @@ if (mode === 'bare') {
     const token = AUTH.exec(ctx.get('Authorization'))?.[1];
     if (!token) return fail(ctx, 401, 'unauthenticated');
     const tokenHash = createHash('sha256').update(token).digest('hex');
-    const { rows: [caller] } = await pool.query<{ user_id: string }>(
+    const {
+      rows: [caller],
+    } = await pool.query<{ user_id: string }>(
       `select s.user_id from sessions s join users u on u.id = s.user_id where s.token_hash = $1 and s.expires_at > now()`,
       [tokenHash],
     );
     if (!caller) return fail(ctx, 401, 'unauthenticated');
-    const { rows: [project] } = await pool.query<{ id: string; namespace: string; name: string; icon: string | null; tier: number; billing_id: string | null; created_at: Date }>(
-      `select id, namespace, name, icon, tier, billing_id, created_at from projects where namespace = $1`,
-      [decodeURIComponent(match[1]!)],
-    );
+    const {
+      rows: [project],
+    } = await pool.query<{
+      id: string;
+      namespace: string;
+      name: string;
+      icon: string | null;
+      tier: number;
+      billing_id: string | null;
+      created_at: Date;
+    }>(`select id, namespace, name, icon, tier, billing_id, created_at from projects where namespace = $1`, [
+      decodeURIComponent(match[1]!),
+    ]);
     if (!project) return fail(ctx, 404, 'not_found');
     const { rows: members } = await pool.query<{ id: string; username: string; icon: string | null; role: string }>(
       `select u.id, u.username, u.icon, m.role from project_members m join users u on u.id = m.user_id

@@ -37,26 +37,38 @@ const round = (n: number, digits = 2) => Math.round(n * 10 ** digits) / 10 ** di
  * Drives `url` with `connections` connections for `seconds`; `next` is asked for each request (so
  * callers can rotate tokens, projects and bodies).
  */
-export async function load(url: string, options: { connections: number; seconds: number; next: () => LoadRequest; onStart?: () => void }): Promise<LoadResult> {
+export async function load(
+  url: string,
+  options: { connections: number; seconds: number; next: () => LoadRequest; onStart?: () => void },
+): Promise<LoadResult> {
   const latencies: number[] = [];
   let non2xx = 0;
   let finish!: (value: autocannon.Result) => void;
   let fail!: (error: unknown) => void;
   const done = new Promise<autocannon.Result>((resolve, reject) => ((finish = resolve), (fail = reject)));
-  const instance = autocannon({
-    url,
-    connections: options.connections,
-    duration: options.seconds,
-    // Each connection asks `next` for every request it sends.
-    requests: [
-      {
-        setupRequest: (request) => {
-          const r = options.next();
-          return { ...request, method: r.method, path: r.path, headers: { ...r.headers, ...(r.body ? { 'content-type': 'application/json' } : {}) }, body: r.body };
+  const instance = autocannon(
+    {
+      url,
+      connections: options.connections,
+      duration: options.seconds,
+      // Each connection asks `next` for every request it sends.
+      requests: [
+        {
+          setupRequest: (request) => {
+            const r = options.next();
+            return {
+              ...request,
+              method: r.method,
+              path: r.path,
+              headers: { ...r.headers, ...(r.body ? { 'content-type': 'application/json' } : {}) },
+              body: r.body,
+            };
+          },
         },
-      },
-    ],
-  }, (error, result) => (error ? fail(error) : finish(result)));
+      ],
+    },
+    (error, result) => (error ? fail(error) : finish(result)),
+  );
   instance.on('response', (_client: unknown, statusCode: number, _bytes: number, responseTime: number) => {
     if (statusCode >= 200 && statusCode < 300) latencies.push(responseTime);
     else non2xx += 1;

@@ -37,7 +37,8 @@ async function waitForAnswer(url: string, child: ChildProcess, logFile: string, 
   let exited = false;
   child.once('exit', () => (exited = true));
   for (;;) {
-    if (exited) throw new Error(`${url}: the process exited before answering; see ${logFile}:\n${readFileSync(logFile, 'utf8').slice(-2000)}`);
+    if (exited)
+      throw new Error(`${url}: the process exited before answering; see ${logFile}:\n${readFileSync(logFile, 'utf8').slice(-2000)}`);
     try {
       const response = await fetch(url);
       await response.arrayBuffer();
@@ -102,7 +103,10 @@ export async function startChild(options: {
 /** `npm run build` (tsc → dist/) in the service's checkout, as `npm start` does first; returns its duration in ms. */
 export function buildService(): number {
   const started = performance.now();
-  execFileSync(process.execPath, [path.join(serviceRoot, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: serviceRoot, stdio: 'inherit' });
+  execFileSync(process.execPath, [path.join(serviceRoot, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
+    cwd: serviceRoot,
+    stdio: 'inherit',
+  });
   return performance.now() - started;
 }
 
@@ -116,7 +120,12 @@ function startOptions(): string[] {
 export const serviceCommand = (): string => ['node', ...startOptions(), 'dist/server/src/main.js'].join(' ');
 
 /** The service as `npm start` runs it after the build: `node <its options> dist/server/src/main.js`; `extraNodeArgs` come after, so they win. */
-export async function startService(name: string, env: Record<string, string>, logFile: string, extraNodeArgs: string[] = []): Promise<Child> {
+export async function startService(
+  name: string,
+  env: Record<string, string>,
+  logFile: string,
+  extraNodeArgs: string[] = [],
+): Promise<Child> {
   const port = await freePort();
   return startChild({
     name,

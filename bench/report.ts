@@ -44,14 +44,24 @@ export interface Results {
   /** The project read and its baseline in alternating rounds: each pair's ratios, and their medians. */
   interleaved?: {
     seconds: number;
-    rounds: { baselineRps: number; serviceRps: number; rps: number; p99: number; cpuMicros?: Record<'baseline' | 'service', CpuPerRequest> }[];
+    rounds: {
+      baselineRps: number;
+      serviceRps: number;
+      rps: number;
+      p99: number;
+      cpuMicros?: Record<'baseline' | 'service', CpuPerRequest>;
+    }[];
     medianRps: number;
     medianP99: number;
     /** CPU µs per request, medians over the rounds (absent from runs before it was measured). */
     cpuMicrosMedian?: Record<'baseline' | 'service', CpuPerRequest>;
   };
   routing?: RoutingResult[];
-  activityDepth?: { small: { records: number; depth: number; p50: number; rps: number }; huge: { records: number; depth: number; p50: number; rps: number }; ratio: number };
+  activityDepth?: {
+    small: { records: number; depth: number; p50: number; rps: number };
+    huge: { records: number; depth: number; p50: number; rps: number };
+    ratio: number;
+  };
   signupBurst?: {
     rounds: number;
     signups: number;
@@ -101,11 +111,15 @@ export function markdown(results: Results): string {
   lines.push('');
   if (results.stream) {
     const s = results.stream;
-    lines.push(`- **Stream latency** (publish on instance A → receipt on a stream from instance B, same database, ${s.events} events one after another): p50 ${fmt(s.p50, 2)} ms, p99 ${fmt(s.p99, 2)} ms, max ${fmt(s.max, 2)} ms (the publish request alone: p50 ${fmt(s.publishP50, 2)} ms).`);
+    lines.push(
+      `- **Stream latency** (publish on instance A → receipt on a stream from instance B, same database, ${s.events} events one after another): p50 ${fmt(s.p50, 2)} ms, p99 ${fmt(s.p99, 2)} ms, max ${fmt(s.max, 2)} ms (the publish request alone: p50 ${fmt(s.publishP50, 2)} ms).`,
+    );
   }
   if (results.activityDepth) {
     const a = results.activityDepth;
-    lines.push(`- **Activity page vs log length**: page of 50 at depth ${a.small.depth} of ${a.small.records} records: ${a.small.rps} req/s, p50 ${fmt(a.small.p50, 2)} ms; at depth ${a.huge.depth} of ${a.huge.records}: ${a.huge.rps} req/s, p50 ${fmt(a.huge.p50, 2)} ms; cost ratio (throughput small / huge) ${a.ratio.toFixed(2)} (target ≤ 1.5).`);
+    lines.push(
+      `- **Activity page vs log length**: page of 50 at depth ${a.small.depth} of ${a.small.records} records: ${a.small.rps} req/s, p50 ${fmt(a.small.p50, 2)} ms; at depth ${a.huge.depth} of ${a.huge.records}: ${a.huge.rps} req/s, p50 ${fmt(a.huge.p50, 2)} ms; cost ratio (throughput small / huge) ${a.ratio.toFixed(2)} (target ≤ 1.5).`,
+    );
   }
   if (results.interleaved) {
     const r = results.interleaved;
@@ -123,18 +137,40 @@ export function markdown(results: Results): string {
   }
   if (results.coldStart) {
     const c = results.coldStart;
-    const runner = c.nodeOnlyMedian === undefined ? `\`node --import tsx\` running a minimal HTTP server: median ${fmt(c.tsxOnlyMedian ?? NaN, 0)} ms` : `plain node running a minimal HTTP server: median ${fmt(c.nodeOnlyMedian, 0)} ms`;
-    lines.push(`- **Cold start** (\`${c.command ?? 'node --import tsx server/src/main.ts'}\`, migrated database, spawn → first answer to GET /v1): median ${fmt(c.median, 0)} ms over ${c.runs.length} runs (${c.runs.map((n) => n.toFixed(0)).join(', ')}); the service's own \`ready\` log line (from main.ts's first line): median ${fmt(c.readyLogMedian, 0)} ms; ${runner} (target ≤ 1,500 ms)${c.rssMiB === undefined ? '' : `; RSS at the first answer ${c.rssMiB} MiB`}.`);
-    if (c.compiled) lines.push(`- **Compiled start** (proposal: \`tsc\` to JavaScript, then \`node server/src/main.js\`): median ${fmt(c.compiled.median, 0)} ms (${c.compiled.runs.map((n) => n.toFixed(0)).join(', ')}), RSS at the first answer ${c.compiled.rssMiB} MiB.`);
+    const runner =
+      c.nodeOnlyMedian === undefined
+        ? `\`node --import tsx\` running a minimal HTTP server: median ${fmt(c.tsxOnlyMedian ?? NaN, 0)} ms`
+        : `plain node running a minimal HTTP server: median ${fmt(c.nodeOnlyMedian, 0)} ms`;
+    lines.push(
+      `- **Cold start** (\`${c.command ?? 'node --import tsx server/src/main.ts'}\`, migrated database, spawn → first answer to GET /v1): median ${fmt(c.median, 0)} ms over ${c.runs.length} runs (${c.runs.map((n) => n.toFixed(0)).join(', ')}); the service's own \`ready\` log line (from main.ts's first line): median ${fmt(c.readyLogMedian, 0)} ms; ${runner} (target ≤ 1,500 ms)${c.rssMiB === undefined ? '' : `; RSS at the first answer ${c.rssMiB} MiB`}.`,
+    );
+    if (c.compiled)
+      lines.push(
+        `- **Compiled start** (proposal: \`tsc\` to JavaScript, then \`node server/src/main.js\`): median ${fmt(c.compiled.median, 0)} ms (${c.compiled.runs.map((n) => n.toFixed(0)).join(', ')}), RSS at the first answer ${c.compiled.rssMiB} MiB.`,
+      );
   }
-  if (results.rss) lines.push(`- **Resident memory** of instance A: ${results.rss.idleMiB} MiB after seeding and logins, peak ${results.rss.peakMiB} MiB under load over every scenario (target ≤ 200 MiB).`);
+  if (results.rss)
+    lines.push(
+      `- **Resident memory** of instance A: ${results.rss.idleMiB} MiB after seeding and logins, peak ${results.rss.peakMiB} MiB under load over every scenario (target ≤ 200 MiB).`,
+    );
   if (results.routing) {
-    lines.push('', '| routing + validation, µs per request | full contract | one-route contract | ratio | openapi-backend matchOperation, full | one route |', '|---|---:|---:|---:|---:|---:|');
+    lines.push(
+      '',
+      '| routing + validation, µs per request | full contract | one-route contract | ratio | openapi-backend matchOperation, full | one route |',
+      '|---|---:|---:|---:|---:|---:|',
+    );
     for (const r of results.routing) {
-      lines.push(`| ${r.case} (${r.routes.full} vs ${r.routes.one} operations) | ${r.serviceFull} | ${r.serviceOne} | ${r.ratio.toFixed(2)} | ${r.openapiBackendMatchFull} | ${r.openapiBackendMatchOne} |`);
+      lines.push(
+        `| ${r.case} (${r.routes.full} vs ${r.routes.one} operations) | ${r.serviceFull} | ${r.serviceOne} | ${r.ratio.toFixed(2)} | ${r.openapiBackendMatchFull} | ${r.openapiBackendMatchOne} |`,
+      );
     }
   }
-  lines.push('', `Seed: ${Object.entries(results.seed.counts).map(([k, v]) => `${v.toLocaleString('en')} ${k}`).join(', ')} in ${(results.seed.ms / 1000).toFixed(1)} s.`);
+  lines.push(
+    '',
+    `Seed: ${Object.entries(results.seed.counts)
+      .map(([k, v]) => `${v.toLocaleString('en')} ${k}`)
+      .join(', ')} in ${(results.seed.ms / 1000).toFixed(1)} s.`,
+  );
   return lines.join('\n');
 }
 

@@ -17,7 +17,13 @@ interface Case {
 }
 
 const CASES: Case[] = [
-  { name: 'GET /v1/projects/{namespace}', method: 'GET', path: '/v1/projects/bench-000', openapiPath: '/v1/projects/{namespace}', headers: { authorization: 'Bearer x' } },
+  {
+    name: 'GET /v1/projects/{namespace}',
+    method: 'GET',
+    path: '/v1/projects/bench-000',
+    openapiPath: '/v1/projects/{namespace}',
+    headers: { authorization: 'Bearer x' },
+  },
   {
     name: 'PATCH /v1/projects/{namespace}',
     method: 'PATCH',
@@ -88,7 +94,10 @@ export async function measureRouting(iterations = 20_000): Promise<RoutingResult
       };
     };
     const [serviceFull, serviceOne] = timeEach([run(fullContract), run(one)], iterations) as [number, number];
-    const [matchFull, matchOne] = timeEach([backendMatch(fullContract), backendMatch(one)], Math.floor(iterations / 10)) as [number, number];
+    const [matchFull, matchOne] = timeEach([backendMatch(fullContract), backendMatch(one)], Math.floor(iterations / 10)) as [
+      number,
+      number,
+    ];
     results.push({
       case: c.name,
       routes: { full: fullContract.operations.length, one: one.operations.length },

@@ -126,21 +126,49 @@ export async function seed(url: string, spec: SeedSpec = DEFAULT_SPEC, bcryptRou
   try {
     await client.query('begin');
     const users = Array.from({ length: spec.users }, (_, i) => ({ ...ids.next(), username: `bench_user_${String(i).padStart(4, '0')}` }));
-    await insert(client, 'users', [['id', 'uuid'], ['username', 'text'], ['email', 'text'], ['password_hash', 'text'], ['icon', 'text'], ['created_at', 'timestamptz'], ['updated_at', 'timestamptz']],
-      users.map((u) => [u.id, u.username, `${u.username}@bench.example.com`, passwordHash, null, u.at, u.at]));
+    await insert(
+      client,
+      'users',
+      [
+        ['id', 'uuid'],
+        ['username', 'text'],
+        ['email', 'text'],
+        ['password_hash', 'text'],
+        ['icon', 'text'],
+        ['created_at', 'timestamptz'],
+        ['updated_at', 'timestamptz'],
+      ],
+      users.map((u) => [u.id, u.username, `${u.username}@bench.example.com`, passwordHash, null, u.at, u.at]),
+    );
     counts.users = users.length;
 
     const projectCount = spec.projects + 3;
     const projects: (SeededProject & { at: Date })[] = [];
     for (let p = 0; p < projectCount; p++) {
       const { id, at } = ids.next();
-      const namespace = p < spec.projects ? `bench-${String(p).padStart(3, '0')}` : ['bench-small-log', 'bench-huge-log', 'bench-stream'][p - spec.projects]!;
+      const namespace =
+        p < spec.projects
+          ? `bench-${String(p).padStart(3, '0')}`
+          : ['bench-small-log', 'bench-huge-log', 'bench-stream'][p - spec.projects]!;
       // Owners are spread over the users; members follow the owner, wrapping around.
       const members = Array.from({ length: spec.membersPerProject }, (_, k) => (p * 7 + k * 37) % spec.users);
       projects.push({ id, namespace, members: [...new Set(members)], at });
     }
-    await insert(client, 'projects', [['id', 'uuid'], ['namespace', 'text'], ['name', 'text'], ['icon', 'bpchar'], ['tier', 'int4'], ['billing_id', 'text'], ['created_at', 'timestamptz'], ['updated_at', 'timestamptz']],
-      projects.map((p) => [p.id, p.namespace, `Project ${p.namespace}`, null, 0, null, p.at, p.at]));
+    await insert(
+      client,
+      'projects',
+      [
+        ['id', 'uuid'],
+        ['namespace', 'text'],
+        ['name', 'text'],
+        ['icon', 'bpchar'],
+        ['tier', 'int4'],
+        ['billing_id', 'text'],
+        ['created_at', 'timestamptz'],
+        ['updated_at', 'timestamptz'],
+      ],
+      projects.map((p) => [p.id, p.namespace, `Project ${p.namespace}`, null, 0, null, p.at, p.at]),
+    );
     counts.projects = projects.length;
 
     const memberRows: unknown[][] = [];
@@ -153,25 +181,82 @@ export async function seed(url: string, spec: SeedSpec = DEFAULT_SPEC, bcryptRou
       });
       for (let f = 0; f < spec.feedsPerProject; f++) {
         const { id, at } = ids.next();
-        feedRows.push([id, project.id, f === 0 ? 'general' : `feed-${f}`, f === 0 ? null : `Feed number ${f}`, f === 0 ? null : '📈', f % 3, at]);
+        feedRows.push([
+          id,
+          project.id,
+          f === 0 ? 'general' : `feed-${f}`,
+          f === 0 ? null : `Feed number ${f}`,
+          f === 0 ? null : '📈',
+          f % 3,
+          at,
+        ]);
       }
       for (let i = 0; i < spec.insightsPerProject; i++) {
         const { id, at } = ids.next();
-        insightRows.push([id, project.id, `Insight ${i}`, JSON.stringify(i % 3 === 0 ? i * 10 : i % 3 === 1 ? `value ${i}` : i % 2 === 0), i % 4 === 0 ? '💡' : null, at, at]);
+        insightRows.push([
+          id,
+          project.id,
+          `Insight ${i}`,
+          JSON.stringify(i % 3 === 0 ? i * 10 : i % 3 === 1 ? `value ${i}` : i % 2 === 0),
+          i % 4 === 0 ? '💡' : null,
+          at,
+          at,
+        ]);
       }
     }
-    await insert(client, 'project_members', [['id', 'uuid'], ['project_id', 'uuid'], ['user_id', 'uuid'], ['role', 'text'], ['created_at', 'timestamptz']], memberRows);
-    await insert(client, 'feeds', [['id', 'uuid'], ['project_id', 'uuid'], ['name', 'text'], ['description', 'text'], ['emoji', 'text'], ['type', 'int4'], ['created_at', 'timestamptz']], feedRows);
-    await insert(client, 'insights', [['id', 'uuid'], ['project_id', 'uuid'], ['title', 'text'], ['value', 'jsonb'], ['emoji', 'text'], ['created_at', 'timestamptz'], ['updated_at', 'timestamptz']], insightRows);
+    await insert(
+      client,
+      'project_members',
+      [
+        ['id', 'uuid'],
+        ['project_id', 'uuid'],
+        ['user_id', 'uuid'],
+        ['role', 'text'],
+        ['created_at', 'timestamptz'],
+      ],
+      memberRows,
+    );
+    await insert(
+      client,
+      'feeds',
+      [
+        ['id', 'uuid'],
+        ['project_id', 'uuid'],
+        ['name', 'text'],
+        ['description', 'text'],
+        ['emoji', 'text'],
+        ['type', 'int4'],
+        ['created_at', 'timestamptz'],
+      ],
+      feedRows,
+    );
+    await insert(
+      client,
+      'insights',
+      [
+        ['id', 'uuid'],
+        ['project_id', 'uuid'],
+        ['title', 'text'],
+        ['value', 'jsonb'],
+        ['emoji', 'text'],
+        ['created_at', 'timestamptz'],
+        ['updated_at', 'timestamptz'],
+      ],
+      insightRows,
+    );
     counts.project_members = memberRows.length;
     counts.feeds = feedRows.length;
     counts.insights = insightRows.length;
 
     // Activity: a realistic mix of types and payloads, actors among the project's members.
-    const [largest, , , ] = projects;
+    const [largest, , ,] = projects;
     const smallLog = projects[spec.projects]!;
     const hugeLog = projects[spec.projects + 1]!;
-    const logs: [SeededProject, number][] = [[largest!, spec.largestActivity], [smallLog, spec.smallLog], [hugeLog, spec.hugeLog]];
+    const logs: [SeededProject, number][] = [
+      [largest!, spec.largestActivity],
+      [smallLog, spec.smallLog],
+      [hugeLog, spec.hugeLog],
+    ];
     // The other projects get a short log each, as they would have from being created and used.
     for (const project of projects.slice(1, spec.projects)) logs.push([project, 20]);
     const types = ['insight.created', 'insight.updated', 'project.updated', 'member.joined', 'feed.created'];
@@ -184,17 +269,41 @@ export async function seed(url: string, spec: SeedSpec = DEFAULT_SPEC, bcryptRou
         const actor = users[project.members[i % project.members.length]!]!.id;
         rows.push([id, project.id, type, actor, JSON.stringify({ insight_id: id, title: `Insight ${i % 50}`, fields: ['value'] }), at]);
       }
-      await insert(client, 'activity', [['id', 'uuid'], ['project_id', 'uuid'], ['type', 'text'], ['actor_id', 'uuid'], ['data', 'jsonb'], ['created_at', 'timestamptz']], rows);
+      await insert(
+        client,
+        'activity',
+        [
+          ['id', 'uuid'],
+          ['project_id', 'uuid'],
+          ['type', 'text'],
+          ['actor_id', 'uuid'],
+          ['data', 'jsonb'],
+          ['created_at', 'timestamptz'],
+        ],
+        rows,
+      );
       activity += rows.length;
     }
     counts.activity = activity;
 
     const invites = Array.from({ length: 100 }, inviteCode);
-    await insert(client, 'invite_codes', [['id', 'uuid'], ['code_hash', 'bpchar'], ['hint', 'text'], ['uses_total', 'int4'], ['uses_left', 'int4'], ['expires_at', 'timestamptz'], ['created_at', 'timestamptz']],
+    await insert(
+      client,
+      'invite_codes',
+      [
+        ['id', 'uuid'],
+        ['code_hash', 'bpchar'],
+        ['hint', 'text'],
+        ['uses_total', 'int4'],
+        ['uses_left', 'int4'],
+        ['expires_at', 'timestamptz'],
+        ['created_at', 'timestamptz'],
+      ],
       invites.map((code) => {
         const { id, at } = ids.next();
         return [id, createHash('sha256').update(code).digest('hex'), code.slice(0, 8), 1, 1, null, at];
-      }));
+      }),
+    );
     await client.query('commit');
     await client.query('analyze');
     return {

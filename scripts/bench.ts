@@ -29,7 +29,22 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { createBenchDatabase, seed, type Fixture } from '../bench/seed.js';
 import { load, percentile, probe, type LoadRequest, type LoadResult } from '../bench/load.js';
-import { buildService, cpuMicros, cpuSpent, freePort, postgresPids, root, rssMiB, sampleRss, serviceCommand, setServiceRoot, startBaseline, startChild, startService, type Child } from '../bench/processes.js';
+import {
+  buildService,
+  cpuMicros,
+  cpuSpent,
+  freePort,
+  postgresPids,
+  root,
+  rssMiB,
+  sampleRss,
+  serviceCommand,
+  setServiceRoot,
+  startBaseline,
+  startChild,
+  startService,
+  type Child,
+} from '../bench/processes.js';
 import { measureRouting } from '../bench/routing.js';
 import { writeResults, type Results, type ScenarioResult } from '../bench/report.js';
 
@@ -112,8 +127,12 @@ async function main(): Promise<void> {
     seed: { counts: {}, ms: 0 },
     scenarios: [],
   };
-  say(`Machine: ${results.machine.cpu}, ${results.machine.cores} cores, ${results.machine.memoryGiB} GiB; Node ${results.machine.node}; PostgreSQL ${results.machine.postgres}`);
-  say(`Load average: ${results.machine.loadBefore.map((n) => n.toFixed(2)).join(' ')}${results.machine.loadBefore[0]! > results.machine.cores / 2 ? '  (the machine is busy: compare ratios, not absolute figures)' : ''}`);
+  say(
+    `Machine: ${results.machine.cpu}, ${results.machine.cores} cores, ${results.machine.memoryGiB} GiB; Node ${results.machine.node}; PostgreSQL ${results.machine.postgres}`,
+  );
+  say(
+    `Load average: ${results.machine.loadBefore.map((n) => n.toFixed(2)).join(' ')}${results.machine.loadBefore[0]! > results.machine.cores / 2 ? '  (the machine is busy: compare ratios, not absolute figures)' : ''}`,
+  );
   say(`Logs: ${outDir}`);
 
   const db = await createBenchDatabase(adminUrl);
@@ -135,7 +154,10 @@ async function main(): Promise<void> {
     const profileArgs = args.profile ? [`--cpu-prof`, `--cpu-prof-dir=${path.join(outDir, 'profiles')}`] : [];
     const nodeArgs = args['node-args']?.split(/\s+/).filter(Boolean) ?? [];
     if (nodeArgs.length > 0) say(`Instance A runs with: node ${nodeArgs.join(' ')}`);
-    if (args.profile) say(`CPU profiles of instance A: ${path.join(outDir, 'profiles')} (summarise with: npx tsx bench/profile-summary.ts <file> 40 --last <seconds>)`);
+    if (args.profile)
+      say(
+        `CPU profiles of instance A: ${path.join(outDir, 'profiles')} (summarise with: npx tsx bench/profile-summary.ts <file> 40 --last <seconds>)`,
+      );
     say(`Built the service (npm run build) in ${(buildService() / 1000).toFixed(1)} s`);
     const a = await startService('A', env, log('service-a'), [...nodeArgs, ...profileArgs]);
     children.push(a);
@@ -149,13 +171,23 @@ async function main(): Promise<void> {
     const tokens = new Map<number, string>();
     const login = async (userIndex: number) => {
       if (!tokens.has(userIndex)) {
-        const answer = await json<{ data: { token: string } }>(`${a.url}/v1/auth/login`, 'POST', { login: fixture.users[userIndex]!.username, password: fixture.password });
+        const answer = await json<{ data: { token: string } }>(`${a.url}/v1/auth/login`, 'POST', {
+          login: fixture.users[userIndex]!.username,
+          password: fixture.password,
+        });
         tokens.set(userIndex, answer.data.token);
       }
       return tokens.get(userIndex)!;
     };
     const renamed = fixture.projects.slice(0, connections);
-    const needed = new Set([...fixture.largest.members, ...renamed.map((p) => p.members[0]!), fixture.smallLog.members[0]!, fixture.hugeLog.members[0]!, fixture.stream.members[0]!, ...fixture.projects[1]!.members]);
+    const needed = new Set([
+      ...fixture.largest.members,
+      ...renamed.map((p) => p.members[0]!),
+      fixture.smallLog.members[0]!,
+      fixture.hugeLog.members[0]!,
+      fixture.stream.members[0]!,
+      ...fixture.projects[1]!.members,
+    ]);
     const loginStarted = performance.now();
     for (const u of needed) await login(u);
     say(`Logged in ${needed.size} callers in ${((performance.now() - loginStarted) / 1000).toFixed(1)} s`);
@@ -182,7 +214,9 @@ async function main(): Promise<void> {
       const result: LoadResult = await load(target.url, { connections, seconds, next });
       const scenario: ScenarioResult = { name, label, ...result, rssMiB: rss.stop(), ...extra };
       results.scenarios.push(scenario);
-      say(`${label.padEnd(58)} ${String(result.rps).padStart(6)} req/s  p50 ${result.p50.toFixed(2).padStart(7)} ms  p99 ${result.p99.toFixed(2).padStart(7)} ms  non-2xx ${result.non2xx + result.errors}  RSS ${scenario.rssMiB} MiB`);
+      say(
+        `${label.padEnd(58)} ${String(result.rps).padStart(6)} req/s  p50 ${result.p50.toFixed(2).padStart(7)} ms  p99 ${result.p99.toFixed(2).padStart(7)} ms  non-2xx ${result.non2xx + result.errors}  RSS ${scenario.rssMiB} MiB`,
+      );
       return scenario;
     };
 
@@ -202,7 +236,12 @@ async function main(): Promise<void> {
     const walk = async (namespace: string, token: string, pages: number): Promise<string> => {
       let cursor: string | undefined;
       for (let i = 0; i < pages; i++) {
-        const answer = await json<{ data: { next_cursor: string | null } }>(`${a.url}/v1/projects/${namespace}/activity?limit=100${cursor ? `&cursor=${cursor}` : ''}`, 'GET', undefined, token);
+        const answer = await json<{ data: { next_cursor: string | null } }>(
+          `${a.url}/v1/projects/${namespace}/activity?limit=100${cursor ? `&cursor=${cursor}` : ''}`,
+          'GET',
+          undefined,
+          token,
+        );
         cursor = answer.data.next_cursor ?? undefined;
         if (!cursor) throw new Error(`${namespace}: the log ended after ${i + 1} pages`);
       }
@@ -210,12 +249,22 @@ async function main(): Promise<void> {
     };
     const activityPage = (namespace: string, tokensForIt: string[], cursor: string) => {
       const token = cycle(tokensForIt);
-      return (): LoadRequest => ({ method: 'GET', path: `/v1/projects/${namespace}/activity?limit=50&cursor=${cursor}`, headers: { authorization: `Bearer ${token()}` } });
+      return (): LoadRequest => ({
+        method: 'GET',
+        path: `/v1/projects/${namespace}/activity?limit=50&cursor=${cursor}`,
+        headers: { authorization: `Bearer ${token()}` },
+      });
     };
     if (wanted('activity-deep')) {
       const depth = 90; // pages of 100: 9,000 records in
       const cursor = await walk(largest, memberTokens[0]!, depth);
-      await run('activity-deep', `GET …/activity, page of 50 at depth ${depth * 100} of 10,000`, a, activityPage(largest, memberTokens, cursor), { baseline: 'baseline-pg' });
+      await run(
+        'activity-deep',
+        `GET …/activity, page of 50 at depth ${depth * 100} of 10,000`,
+        a,
+        activityPage(largest, memberTokens, cursor),
+        { baseline: 'baseline-pg' },
+      );
     }
     if (wanted('activity-depth')) {
       const small = fixture.smallLog;
@@ -229,8 +278,20 @@ async function main(): Promise<void> {
       const smallCursor = await walk(small.namespace, smallToken, smallDepth);
       const hugeCursor = await walk(huge.namespace, hugeToken, hugeDepth);
       say(`Walked ${smallDepth + hugeDepth} activity pages in ${((performance.now() - walkStarted) / 1000).toFixed(1)} s`);
-      const s = await run('activity-1k', `GET …/activity, depth ${smallDepth * 100} of 1,000`, a, activityPage(small.namespace, [smallToken], smallCursor), { baseline: 'baseline-pg' });
-      const h = await run('activity-100k', `GET …/activity, depth ${hugeDepth * 100} of 100,000`, a, activityPage(huge.namespace, [hugeToken], hugeCursor), { baseline: 'baseline-pg' });
+      const s = await run(
+        'activity-1k',
+        `GET …/activity, depth ${smallDepth * 100} of 1,000`,
+        a,
+        activityPage(small.namespace, [smallToken], smallCursor),
+        { baseline: 'baseline-pg' },
+      );
+      const h = await run(
+        'activity-100k',
+        `GET …/activity, depth ${hugeDepth * 100} of 100,000`,
+        a,
+        activityPage(huge.namespace, [hugeToken], hugeCursor),
+        { baseline: 'baseline-pg' },
+      );
       if (s && h) {
         results.activityDepth = {
           small: { records: 1_000, depth: smallDepth * 100, p50: s.p50, rps: s.rps },
@@ -245,31 +306,61 @@ async function main(): Promise<void> {
     if (wanted('project-rename')) {
       const owners = await Promise.all(renamed.map((p) => login(p.members[0]!)));
       let n = 0;
-      await run('project-rename', 'PATCH /v1/projects/:namespace (name)', a, () => {
-        const i = n++ % renamed.length;
-        return { method: 'PATCH', path: `/v1/projects/${renamed[i]!.namespace}`, headers: { authorization: `Bearer ${owners[i]}` }, body: JSON.stringify({ name: `Renamed ${n}` }) };
-      }, { baseline: 'baseline-pg' });
+      await run(
+        'project-rename',
+        'PATCH /v1/projects/:namespace (name)',
+        a,
+        () => {
+          const i = n++ % renamed.length;
+          return {
+            method: 'PATCH',
+            path: `/v1/projects/${renamed[i]!.namespace}`,
+            headers: { authorization: `Bearer ${owners[i]}` },
+            body: JSON.stringify({ name: `Renamed ${n}` }),
+          };
+        },
+        { baseline: 'baseline-pg' },
+      );
     }
     if (wanted('insight-create')) {
       const token = cycle(memberTokens);
       let n = 0;
-      await run('insight-create', 'POST …/insights', a, () => ({
-        method: 'POST',
-        path: `/v1/projects/${largest}/insights`,
-        headers: { authorization: `Bearer ${token()}` },
-        body: JSON.stringify({ title: `Signups ${n++ % 1000}`, value: n, emoji: '📈' }),
-      }), { baseline: 'baseline-pg' }, 201);
+      await run(
+        'insight-create',
+        'POST …/insights',
+        a,
+        () => ({
+          method: 'POST',
+          path: `/v1/projects/${largest}/insights`,
+          headers: { authorization: `Bearer ${token()}` },
+          body: JSON.stringify({ title: `Signups ${n++ % 1000}`, value: n, emoji: '📈' }),
+        }),
+        { baseline: 'baseline-pg' },
+        201,
+      );
     }
     if (wanted('event-publish')) {
       const project = fixture.projects[1]!;
       const token = cycle(await Promise.all(project.members.map(login)));
       let n = 0;
-      await run('event-publish', 'POST …/feeds/general/events (publish, one project)', a, () => ({
-        method: 'POST',
-        path: `/v1/projects/${project.namespace}/feeds/general/events`,
-        headers: { authorization: `Bearer ${token()}` },
-        body: JSON.stringify({ event: 'New signup', description: `user ${n++}`, emoji: '🎉', tags: { plan: 'pro', seats: n % 10, trial: false } }),
-      }), { baseline: 'baseline-pg' }, 201);
+      await run(
+        'event-publish',
+        'POST …/feeds/general/events (publish, one project)',
+        a,
+        () => ({
+          method: 'POST',
+          path: `/v1/projects/${project.namespace}/feeds/general/events`,
+          headers: { authorization: `Bearer ${token()}` },
+          body: JSON.stringify({
+            event: 'New signup',
+            description: `user ${n++}`,
+            emoji: '🎉',
+            tags: { plan: 'pro', seats: n % 10, trial: false },
+          }),
+        }),
+        { baseline: 'baseline-pg' },
+        201,
+      );
     }
 
     // Ratios against the baselines of this run.
@@ -281,11 +372,17 @@ async function main(): Promise<void> {
     if (wanted('project-read-interleaved')) results.interleaved = await interleaved(a, handWritten, projectRead);
     if (wanted('stream')) results.stream = await streamLatency(a, env, fixture, await login(fixture.stream.members[0]!), children);
     if (wanted('signup-burst')) results.signupBurst = await signupBurst(a, fixture);
-    results.rss = { idleMiB: idleRss, peakMiB: Math.max(0, ...results.scenarios.filter((s) => !s.name.startsWith('baseline')).map((s) => s.rssMiB ?? 0)) };
+    results.rss = {
+      idleMiB: idleRss,
+      peakMiB: Math.max(0, ...results.scenarios.filter((s) => !s.name.startsWith('baseline')).map((s) => s.rssMiB ?? 0)),
+    };
     if (wanted('routing')) {
       say('Routing + validation, in-process …');
       results.routing = await measureRouting();
-      for (const r of results.routing) say(`  ${r.case}: full ${r.serviceFull} µs, one route ${r.serviceOne} µs (×${r.ratio}); openapi-backend matchOperation: ${r.openapiBackendMatchFull} µs vs ${r.openapiBackendMatchOne} µs`);
+      for (const r of results.routing)
+        say(
+          `  ${r.case}: full ${r.serviceFull} µs, one route ${r.serviceOne} µs (×${r.ratio}); openapi-backend matchOperation: ${r.openapiBackendMatchFull} µs vs ${r.openapiBackendMatchOne} µs`,
+        );
     }
     // Cold starts last, with every other process stopped.
     for (const child of children) await child.stop();
@@ -299,7 +396,9 @@ async function main(): Promise<void> {
     if (results.rss) say(`RSS of instance A: idle ${results.rss.idleMiB} MiB, peak under load ${results.rss.peakMiB} MiB`);
     if (write) {
       writeResults(results);
-      say(`Wrote bench/${results.section === 'current' ? 'results' : `results-${results.section}`}.json and the "${results.section}" table of BENCHMARKS.md`);
+      say(
+        `Wrote bench/${results.section === 'current' ? 'results' : `results-${results.section}`}.json and the "${results.section}" table of BENCHMARKS.md`,
+      );
     }
   } finally {
     for (const child of children) await child.stop();
@@ -311,12 +410,21 @@ async function main(): Promise<void> {
 }
 
 /** Publish on A, receive on a stream from a second instance B on the same database. */
-async function streamLatency(a: Child, env: Record<string, string>, fixture: Fixture, token: string, children: Child[]): Promise<Results['stream']> {
+async function streamLatency(
+  a: Child,
+  env: Record<string, string>,
+  fixture: Fixture,
+  token: string,
+  children: Child[],
+): Promise<Results['stream']> {
   const b = await startService('B', { ...env, DATA_DIR: path.join(outDir, 'data-b') }, log('service-b'));
   children.push(b);
   const namespace = fixture.stream.namespace;
   const controller = new AbortController();
-  const response = await fetch(`${b.url}/v1/projects/${namespace}/events/stream`, { headers: { authorization: `Bearer ${token}` }, signal: controller.signal });
+  const response = await fetch(`${b.url}/v1/projects/${namespace}/events/stream`, {
+    headers: { authorization: `Bearer ${token}` },
+    signal: controller.signal,
+  });
   if (response.status !== 200 || !response.body) throw new Error(`stream: ${response.status}`);
   const received = new Map<string, number>();
   const reading = (async () => {
@@ -355,10 +463,26 @@ async function streamLatency(a: Child, env: Record<string, string>, fixture: Fix
   controller.abort();
   await reading;
   await b.stop();
-  const latencies = [...sent].map(([name, at]) => (received.has(name) ? received.get(name)! - at : NaN)).filter((n) => !Number.isNaN(n)).sort((x, y) => x - y);
+  const latencies = [...sent]
+    .map(([name, at]) => (received.has(name) ? received.get(name)! - at : NaN))
+    .filter((n) => !Number.isNaN(n))
+    .sort((x, y) => x - y);
   if (latencies.length < events) throw new Error(`stream: received ${latencies.length} of ${events} events`);
-  const result = { events, p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)), max: round(latencies.at(-1)!), publishP50: round(percentile(publishTimes.sort((x, y) => x - y), 50)) };
-  say(`Stream latency A → B over ${events} events: p50 ${result.p50} ms, p99 ${result.p99} ms, max ${result.max} ms (publish alone p50 ${result.publishP50} ms)`);
+  const result = {
+    events,
+    p50: round(percentile(latencies, 50)),
+    p99: round(percentile(latencies, 99)),
+    max: round(latencies.at(-1)!),
+    publishP50: round(
+      percentile(
+        publishTimes.sort((x, y) => x - y),
+        50,
+      ),
+    ),
+  };
+  say(
+    `Stream latency A → B over ${events} events: p50 ${result.p50} ms, p99 ${result.p99} ms, max ${result.max} ms (publish alone p50 ${result.publishP50} ms)`,
+  );
   return result;
 }
 
@@ -400,7 +524,12 @@ async function signupBurst(a: Child, fixture: Fixture): Promise<Results['signupB
       Array.from({ length: signups }, async (_, i) => {
         const started = performance.now();
         const username = `burst_${round}_${i}_${Date.now() % 100000}`;
-        await json(`${a.url}/v1/auth/signup`, 'POST', { username, email: `${username}@bench.example.com`, password: 'burst password 123', invite: fixture.invites[invite++] });
+        await json(`${a.url}/v1/auth/signup`, 'POST', {
+          username,
+          email: `${username}@bench.example.com`,
+          password: 'burst password 123',
+          invite: fixture.invites[invite++],
+        });
         signupTimes.push(performance.now() - started);
       }),
     );
@@ -426,7 +555,9 @@ async function signupBurst(a: Child, fixture: Fixture): Promise<Results['signupB
     rootP99Quiet: round(percentile(sorted(quiet), 99)),
     probeP99During: round(percentile(sorted(probe), 99)),
   };
-  say(`Sign-up burst (${signups} at once, cost 10): ${result.burstMs} ms; GET /v1 p99 during it ${result.rootP99During} ms (max ${result.rootMaxDuring}, quiet p99 ${result.rootP99Quiet}); single caller p99 ${result.probeP99During} ms`);
+  say(
+    `Sign-up burst (${signups} at once, cost 10): ${result.burstMs} ms; GET /v1 p99 during it ${result.rootP99During} ms (max ${result.rootMaxDuring}, quiet p99 ${result.rootP99Quiet}); single caller p99 ${result.probeP99During} ms`,
+  );
   return result;
 }
 
@@ -445,7 +576,9 @@ async function coldStart(env: Record<string, string>): Promise<Results['coldStar
     runs.push(child.startMs);
     rss.push(rssMiB(child.pid) ?? NaN);
     await child.stop();
-    const line = readFileSync(file, 'utf8').split('\n').find((l) => l.includes('"msg":"ready"'));
+    const line = readFileSync(file, 'utf8')
+      .split('\n')
+      .find((l) => l.includes('"msg":"ready"'));
     if (line) ready.push((JSON.parse(line) as { ms: number }).ms);
   }
   const node: number[] = [];
@@ -470,7 +603,9 @@ async function coldStart(env: Record<string, string>): Promise<Results['coldStar
     nodeOnlyMedian: round(median(node), 0),
     rssMiB: round(median(rss), 0),
   };
-  say(`Cold start: median ${result.median} ms (${result.runs.join(', ')}); ready line ${result.readyLogMedian} ms; node alone ${result.nodeOnlyMedian} ms; RSS at first answer ${result.rssMiB} MiB`);
+  say(
+    `Cold start: median ${result.median} ms (${result.runs.join(', ')}); ready line ${result.readyLogMedian} ms; node alone ${result.nodeOnlyMedian} ms; RSS at first answer ${result.rssMiB} MiB`,
+  );
   return result;
 }
 
@@ -490,7 +625,13 @@ async function interleaved(service: Child, baseline: Child, next: () => LoadRequ
     const before = { node: cpuMicros([target.pid]), postgres: cpuMicros(postgres) };
     const result = await load(target.url, { connections, seconds: roundSeconds, next });
     const perRequest = (spent: number) => round(spent / Math.max(1, result.requests), 0);
-    return { result, cpu: { node: perRequest(cpuSpent(before.node, cpuMicros([target.pid]))), postgres: perRequest(cpuSpent(before.postgres, cpuMicros(postgres))) } };
+    return {
+      result,
+      cpu: {
+        node: perRequest(cpuSpent(before.node, cpuMicros([target.pid]))),
+        postgres: perRequest(cpuSpent(before.postgres, cpuMicros(postgres))),
+      },
+    };
   };
   for (let i = 0; i < 5; i++) {
     const base = await measured(baseline);
@@ -515,8 +656,12 @@ async function interleaved(service: Child, baseline: Child, next: () => LoadRequ
     },
   };
   const cpu = result.cpuMicrosMedian;
-  say(`Project read vs baseline, interleaved: ${rounds.map((r) => `${r.rps}× (p99 ${r.p99}×)`).join(', ')}; median ${result.medianRps}×, p99 ${result.medianP99}×`);
-  say(`  CPU per request (medians): baseline ${cpu.baseline.node} µs in node + ${cpu.baseline.postgres} µs in PostgreSQL; service ${cpu.service.node} + ${cpu.service.postgres} µs`);
+  say(
+    `Project read vs baseline, interleaved: ${rounds.map((r) => `${r.rps}× (p99 ${r.p99}×)`).join(', ')}; median ${result.medianRps}×, p99 ${result.medianP99}×`,
+  );
+  say(
+    `  CPU per request (medians): baseline ${cpu.baseline.node} µs in node + ${cpu.baseline.postgres} µs in PostgreSQL; service ${cpu.service.node} + ${cpu.service.postgres} µs`,
+  );
   return result;
 }
 

@@ -21,9 +21,15 @@ async function generate(openapiFile: string, typesFile: string): Promise<void> {
   const outDir = path.dirname(openapiFile);
   execFileSync(
     process.execPath,
-    [path.join(root, 'node_modules/@typespec/compiler/cmd/tsp.js'), 'compile', path.join(root, 'spec/main.tsp'),
-      '--config', path.join(root, 'tspconfig.yaml'),
-      '--option', `@typespec/openapi3.emitter-output-dir=${outDir}`],
+    [
+      path.join(root, 'node_modules/@typespec/compiler/cmd/tsp.js'),
+      'compile',
+      path.join(root, 'spec/main.tsp'),
+      '--config',
+      path.join(root, 'tspconfig.yaml'),
+      '--option',
+      `@typespec/openapi3.emitter-output-dir=${outDir}`,
+    ],
     { stdio: ['ignore', 'ignore', 'inherit'] },
   );
   const document = JSON.parse(readFileSync(openapiFile, 'utf8')) as OpenAPI3;
@@ -42,7 +48,9 @@ if (check) {
       (key) => readFileSync(outputs[key], 'utf8') !== readFileSync(fresh[key], 'utf8'),
     );
     if (stale.length > 0) {
-      console.error(`Generated files are stale: ${stale.map((k) => path.relative(root, outputs[k])).join(', ')}. Run \`npm run generate\` and commit.`);
+      console.error(
+        `Generated files are stale: ${stale.map((k) => path.relative(root, outputs[k])).join(', ')}. Run \`npm run generate\` and commit.`,
+      );
       process.exit(1);
     }
     console.log('Generated files are up to date with spec/.');

@@ -45,7 +45,8 @@ function parse(argv: string[]) {
     // Checked before the database is opened, which can take seconds.
     return { command: 'create' as const, input: checkCreateInviteCodeInput(input) };
   } catch (err) {
-    if (err instanceof InviteCodeInputError) throw new UsageError(err.message.replace('expires_in_days', '--expires-in-days').replace(/^uses/, '--uses'));
+    if (err instanceof InviteCodeInputError)
+      throw new UsageError(err.message.replace('expires_in_days', '--expires-in-days').replace(/^uses/, '--uses'));
     throw err;
   }
 }
@@ -57,7 +58,14 @@ function table(rows: InviteCodeRow[]): string {
     ...rows.map((r) => [`${r.hint}…`, `${r.uses_left}/${r.uses_total}`, day(r.expires_at), day(r.created_at), r.id]),
   ];
   const widths = lines[0]!.map((_, i) => Math.max(...lines.map((l) => l[i]!.length)));
-  return lines.map((l) => l.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+  return lines
+    .map((l) =>
+      l
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 async function main(): Promise<number> {
@@ -80,7 +88,9 @@ async function main(): Promise<number> {
     }
     const created = await store.create(args.input);
     const expiry = created.expires_at ? `expires ${created.expires_at.toISOString()}` : 'never expires';
-    console.log(`Invite code for ${created.uses} account${created.uses === 1 ? '' : 's'}, ${expiry}; made by ${store.via}. Shown only this once:`);
+    console.log(
+      `Invite code for ${created.uses} account${created.uses === 1 ? '' : 's'}, ${expiry}; made by ${store.via}. Shown only this once:`,
+    );
     console.log(created.code);
     return 0;
   });
@@ -92,7 +102,7 @@ main().then(
   },
   (err: unknown) => {
     const known = err instanceof DataDirError || err instanceof InviteCodeInputError;
-    console.error(`invite: ${known ? (err as Error).message : err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    console.error(`invite: ${known ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
     process.exitCode = 1;
   },
 );

@@ -12,17 +12,20 @@ async function main(): Promise<number> {
     db = await openDatabase(config, logger, { migrate: false });
   } catch (err) {
     if (!(err instanceof DataDirError)) throw err;
-    const hint = err instanceof DataDirInUseError
-      ? '. The service applies pending migrations itself each time it starts, so there is nothing to do while it runs;' +
-        ' stop it first to run them by hand.'
-      : '';
+    const hint =
+      err instanceof DataDirInUseError
+        ? '. The service applies pending migrations itself each time it starts, so there is nothing to do while it runs;' +
+          ' stop it first to run them by hand.'
+        : '';
     console.error(`migrate: ${err.message}${hint}`);
     return 1;
   }
   try {
     console.log(`Database: ${db.description}`);
     const applied = await applyMigrations(db);
-    console.log(applied.length === 0 ? 'Nothing to apply: the schema is up to date.' : `Applied:\n${applied.map((name) => `  ${name}`).join('\n')}`);
+    console.log(
+      applied.length === 0 ? 'Nothing to apply: the schema is up to date.' : `Applied:\n${applied.map((name) => `  ${name}`).join('\n')}`,
+    );
     return 0;
   } finally {
     await db.close();

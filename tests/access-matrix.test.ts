@@ -9,8 +9,13 @@
  * remove a member, accept or delete an invite, invite the spare user) get a fresh project per cell.
  */
 import { expect } from 'chai';
-import { baseUrl, http, signUp, type TestUser } from './support/harness.js';
-import { addMember, apiToken, call, createInsight, createProject, expectData, invite, projectPath } from './support/projects.js';
+import { ContractModel, type Operation } from '../tools/src/conformance/contract.js';
+import { parseJson, requestInit } from '../tools/src/conformance/http.js';
+import { baseUrl } from './support/harness.js';
+import { apiToken, signUp, type TestUser } from './support/accounts.js';
+import { call, expectData, http } from './support/http.js';
+import { addMember, createInsight, createProject, invite, projectPath } from './support/projects.js';
+import { contractModel } from './support/response-check.js';
 
 const CALLERS = ['owner', 'member', 'nonMember', 'invitee', 'ownerApiToken', 'noToken', 'malformedToken'] as const;
 type Caller = (typeof CALLERS)[number];
@@ -163,13 +168,7 @@ function authorization(f: Fixture, caller: Caller): string | undefined {
   }
 }
 
-interface Operation {
-  operationId: string;
-  method: string;
-  path: string;
-}
-
-/** One cell: the answer as "<status> <code>" (or the bare status on success), with any breach of the envelope rules appended. */
+/** One cell: the answer as "<status> <code>" (or the bare status on success), with what the contract's judge finds in it appended. */
 async function runCell(op: Operation, f: Fixture, caller: Caller, row: Row): Promise<string> {
   const request = await row.request(f, caller);
   const params: Record<string, string> = { namespace: f.namespace, ...request.params };
@@ -178,95 +177,76 @@ async function runCell(op: Operation, f: Fixture, caller: Caller, row: Row): Pro
     if (value === undefined) throw new Error(`the row of ${op.operationId} gives no value for {${name}}`);
     return encodeURIComponent(value);
   });
-  const headers: Record<string, string> = {};
   const auth = authorization(f, caller);
-  if (auth) headers.Authorization = auth;
-  if (request.body !== undefined) headers['Content-Type'] = 'application/json';
-
-  // Raw fetch with a time limit, so that a stream (events/stream, once implemented) is read only as far as its headers.
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(), 10_000);
-  try {
-    const response = await fetch(baseUrl() + path + (request.query ?? ''), {
-      method: op.method,
-      headers,
-      signal: controller.signal,
-      ...(request.body !== undefined ? { body: JSON.stringify(request.body) } : {}),
-    });
-    const problems: string[] = [];
-    let code = '';
-    if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
-      await response.body?.cancel();
-    } else {
-      const text = await response.text();
-      const json = text ? JSON.parse(text) : undefined;
-      if (response.status === 204) {
-        if (text !== '') problems.push('a body on 204');
-      } else if (response.status < 300) {
-        if (json?.success !== true || !('data' in json)) problems.push('no success envelope');
-      } else {
-        if (json?.success !== false || typeof json?.error?.code !== 'string') problems.push('no error envelope');
-        code = ` ${json?.error?.code}`;
-      }
-    }
-    if (response.status === 401 && !/^Bearer\b/.test(response.headers.get('www-authenticate') ?? '')) {
-      problems.push('no WWW-Authenticate: Bearer');
-    }
-    return `${response.status}${code}${problems.length ? ` (${problems.join(', ')})` : ''}`;
-  } finally {
-    clearTimeout(timer);
-  }
+  const sent = { method: op.method, path: path + (request.query ?? ''), ...(auth ? { authorization: auth } : {}), json: request.body };
+  // A time limit, and an event stream read only as far as its headers.
+  const response = await fetch(baseUrl() + sent.path, requestInit(sent, { signal: AbortSignal.timeout(10_000) }));
+  const stream = response.headers.get('content-type')?.startsWith('text/event-stream');
+  const text = stream ? undefined : await response.text();
+  if (stream) await response.body?.cancel();
+  const problems = contractModel().judge({ method: op.method, path, status: response.status, headers: response.headers, body: text });
+  const code = response.status >= 300 ? ` ${parseJson(text)?.error?.code}` : '';
+  return `${response.status}${code}${problems.length ? ` (${problems.join('; ')})` : ''}`;
 }
 
 function show(outcome: Outcome): string {
   return typeof outcome === 'number' ? String(outcome) : `${outcome[0]} ${outcome[1]}`;
 }
 
-describe(`access matrix: ${Object.keys(MATRIX).length} project operations × ${CALLERS.length} callers = ${Object.keys(MATRIX).length * CALLERS.length} cells`, () => {
-  let operations: Map<string, Operation>;
-  let people: People;
-  let shared: Fixture | undefined;
+describe(
+  `access matrix: ${Object.keys(MATRIX).length} project operations × ${CALLERS.length} callers = ` +
+    `${Object.keys(MATRIX).length * CALLERS.length} cells`,
+  () => {
+    let operations: Map<string, Operation>;
+    let people: People;
+    let shared: Fixture | undefined;
 
-  before(async function () {
-    this.timeout(60_000);
-    const served = await http('GET', '/v1/openapi.json');
-    expect(served.status).to.equal(200);
-    operations = new Map();
-    for (const [path, item] of Object.entries(served.json.paths as Record<string, Record<string, { operationId?: string }>>)) {
-      if (!path.startsWith('/v1/projects/{namespace}')) continue;
-      for (const [method, op] of Object.entries(item)) {
-        if (!['get', 'post', 'put', 'patch', 'delete'].includes(method)) continue;
-        operations.set(op.operationId!, { operationId: op.operationId!, method: method.toUpperCase(), path });
-      }
-    }
-    const [owner, member, other, nonMember, invitee, spare] = await Promise.all(Array.from({ length: 6 }, () => signUp()));
-    people = { owner: owner!, member: member!, other: other!, nonMember: nonMember!, invitee: invitee!, spare: spare!, ownerApiToken: '' };
-    people.ownerApiToken = await apiToken(people.owner.token);
-    console.log(`      access matrix: ${Object.keys(MATRIX).length} rows × ${CALLERS.length} callers = ${Object.keys(MATRIX).length * CALLERS.length} cells`);
-  });
-
-  it('has a row for every project-scoped operation of the served contract, and no row for anything else', () => {
-    const served = [...operations.keys()].sort();
-    expect(served.length).to.be.greaterThan(0);
-    const withoutRow = served.filter((id) => !(id in MATRIX));
-    const withoutOperation = Object.keys(MATRIX).filter((id) => !operations.has(id));
-    expect({ withoutRow, withoutOperation }).to.deep.equal({ withoutRow: [], withoutOperation: [] });
-  });
-
-  for (const [operationId, row] of Object.entries(MATRIX)) {
-    const summary = CALLERS.map((caller) => `${caller} ${show(row.expect[caller])}`).join(', ');
-    it(`${operationId}: ${summary}`, async function () {
+    before(async function () {
       this.timeout(60_000);
-      const op = operations.get(operationId);
-      if (!op) expect.fail(`${operationId} is not a project-scoped operation of the served contract`);
-      const actual: Record<string, string> = {};
-      const expected: Record<string, string> = {};
-      for (const caller of CALLERS) {
-        const f = row.freshPerCaller ? await fixture(people) : (shared ??= await fixture(people));
-        actual[caller] = await runCell(op, f, caller, row);
-        expected[caller] = show(row.expect[caller]);
-      }
-      expect(actual, `${op.method} ${op.path}`).to.deep.equal(expected);
+      const served = await http('GET', '/v1/openapi.json');
+      expect(served.status).to.equal(200);
+      const projectScoped = new ContractModel(served.json).operations.filter((op) => op.path.startsWith('/v1/projects/{namespace}'));
+      operations = new Map(projectScoped.map((op) => [op.operationId, op]));
+      const [owner, member, other, nonMember, invitee, spare] = await Promise.all(Array.from({ length: 6 }, () => signUp()));
+      people = {
+        owner: owner!,
+        member: member!,
+        other: other!,
+        nonMember: nonMember!,
+        invitee: invitee!,
+        spare: spare!,
+        ownerApiToken: '',
+      };
+      people.ownerApiToken = await apiToken(people.owner.token);
+      console.log(
+        `      access matrix: ${Object.keys(MATRIX).length} rows × ${CALLERS.length} callers = ` +
+          `${Object.keys(MATRIX).length * CALLERS.length} cells`,
+      );
     });
-  }
-});
+
+    it('has a row for every project-scoped operation of the served contract, and no row for anything else', () => {
+      const served = [...operations.keys()].sort();
+      expect(served.length).to.be.greaterThan(0);
+      const withoutRow = served.filter((id) => !(id in MATRIX));
+      const withoutOperation = Object.keys(MATRIX).filter((id) => !operations.has(id));
+      expect({ withoutRow, withoutOperation }).to.deep.equal({ withoutRow: [], withoutOperation: [] });
+    });
+
+    for (const [operationId, row] of Object.entries(MATRIX)) {
+      const summary = CALLERS.map((caller) => `${caller} ${show(row.expect[caller])}`).join(', ');
+      it(`${operationId}: ${summary}`, async function () {
+        this.timeout(60_000);
+        const op = operations.get(operationId);
+        if (!op) expect.fail(`${operationId} is not a project-scoped operation of the served contract`);
+        const actual: Record<string, string> = {};
+        const expected: Record<string, string> = {};
+        for (const caller of CALLERS) {
+          const f = row.freshPerCaller ? await fixture(people) : (shared ??= await fixture(people));
+          actual[caller] = await runCell(op, f, caller, row);
+          expected[caller] = show(row.expect[caller]);
+        }
+        expect(actual, `${op.method} ${op.path}`).to.deep.equal(expected);
+      });
+    }
+  },
+);

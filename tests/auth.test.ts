@@ -5,10 +5,12 @@
  */
 import { expect } from 'chai';
 import bcrypt from 'bcryptjs';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import net from 'node:net';
-import { baseUrl, client, http, inviteCode, secret, signUp, sql, uniqueName, type TestUser } from './support/harness.js';
-import { DAY_MS, expectCloseTo, expectFailure, expectInvalid, ISO_UTC, sha256, UUID, type Answer } from './support/answers.js';
+import { randomToken } from '../tools/src/conformance/case.js';
+import { baseUrl, client, secret, sha256, sql } from './support/harness.js';
+import { apiToken, inviteCode, signUp, uniqueName, type TestUser } from './support/accounts.js';
+import { call, DAY_MS, expectCloseTo, expectError, expectInvalid, http, ISO_UTC, UUID7, type Answer } from './support/http.js';
 
 const SESSION_TOKEN = /^ses_[A-Za-z0-9_-]{43}$/;
 
@@ -35,10 +37,10 @@ async function snapshot() {
 }
 
 async function usersNamed(username: string, email: string): Promise<number> {
-  const [row] = await sql<{ n: number }>('select count(*)::int as n from users where lower(username) = lower(?) or lower(email) = lower(?)', [
-    username,
-    email,
-  ]);
+  const [row] = await sql<{ n: number }>(
+    'select count(*)::int as n from users where lower(username) = lower(?) or lower(email) = lower(?)',
+    [username, email],
+  );
   return row!.n;
 }
 
@@ -52,18 +54,33 @@ async function signupBody(overrides: Record<string, unknown> = {}) {
   return { username, email: `${username}@example.com`, password: newPassword(), invite: await inviteCode(), ...overrides };
 }
 
-function postJson(path: string, body: unknown, headers: Record<string, string> = {}) {
-  return http('POST', path, { headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify(body) });
+function signup(body: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+  return call('POST', '/v1/auth/signup', undefined, body, headers);
 }
 
-function me(authorization?: string) {
+function login(body: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+  return call('POST', '/v1/auth/login', undefined, body, headers);
+}
+
+function me(authorization?: string): Promise<Answer> {
   return http('GET', '/v1/users/me', authorization === undefined ? {} : { headers: { Authorization: authorization } });
 }
 
-async function createApiToken(sessionToken: string): Promise<string> {
-  const { data, response } = await client(sessionToken).POST('/v1/auth/tokens', { body: { name: 'for auth tests' } });
-  expect(response.status).to.equal(201);
-  return secret(data!.data.token);
+/** A sign-up that must succeed (201); its session token is registered as a secret. */
+async function expectSignedUp(body: unknown): Promise<Answer> {
+  const answer = await signup(body);
+  expect(answer.status, answer.text).to.equal(201);
+  secret(answer.json.data.token as string);
+  return answer;
+}
+
+/** Sends a request that must be refused with `status` and `code`; no table a sign-up or login writes may change. */
+async function expectNothingStoredBy(send: () => Promise<Answer>, status: number, code: string): Promise<Answer> {
+  const before = await snapshot();
+  const answer = await send();
+  expectError(answer, status, code);
+  expect(await snapshot()).to.deep.equal(before);
+  return answer;
 }
 
 function median(values: number[]): number {
@@ -105,7 +122,11 @@ function parseResponses(data: string): RawResponse[] {
  * connection in cannot reach fetch's shared pool. With `followUp`, then sends `GET /v1` on the same
  * connection, as a keep-alive client would, and waits up to 3 s for its answer.
  */
-async function oversizedThenFollowUp(json: string, followUp: boolean, framing: 'chunked' | 'length' = 'chunked'): Promise<{ responses: RawResponse[]; ending: string }> {
+async function oversizedThenFollowUp(
+  json: string,
+  followUp: boolean,
+  framing: 'chunked' | 'length' = 'chunked',
+): Promise<{ responses: RawResponse[]; ending: string }> {
   const url = new URL(baseUrl());
   const socket = net.connect(Number(url.port), url.hostname);
   let data = '';
@@ -128,7 +149,10 @@ async function oversizedThenFollowUp(json: string, followUp: boolean, framing: '
     await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
     const bytes = Buffer.from(json, 'utf8');
     const chunked = framing === 'chunked';
-    socket.write(`POST /v1/auth/signup HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\n${chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${bytes.length}`}\r\n\r\n`);
+    socket.write(
+      `POST /v1/auth/signup HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: ` +
+        `application/json\r\n${chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${bytes.length}`}\r\n\r\n`,
+    );
     for (let at = 0; at < bytes.length && !socket.destroyed; at += 64 * 1024) {
       const piece = bytes.subarray(at, at + 64 * 1024);
       if (chunked) socket.write(`${piece.length.toString(16)}\r\n`);
@@ -139,7 +163,8 @@ async function oversizedThenFollowUp(json: string, followUp: boolean, framing: '
     if (chunked && !socket.destroyed) socket.write('0\r\n\r\n');
     if (followUp) {
       // Wait for the first answer, as a client reusing the connection does.
-      for (let waited = 0; parseResponses(data).length === 0 && waited < 3000 && !socket.destroyed; waited += 20) await new Promise((r) => setTimeout(r, 20));
+      for (let waited = 0; parseResponses(data).length === 0 && waited < 3000 && !socket.destroyed; waited += 20)
+        await new Promise((r) => setTimeout(r, 20));
       if (!socket.destroyed) socket.write(`GET /v1 HTTP/1.1\r\nHost: ${url.host}\r\n\r\n`);
     }
     await Promise.race([settled, new Promise((r) => setTimeout(r, 3000))]);
@@ -167,7 +192,7 @@ describe('POST /v1/auth/signup', () => {
       expect(data!.data.token).to.match(SESSION_TOKEN);
       const user = data!.data.user;
       expect(user).to.have.all.keys('id', 'username', 'email', 'icon', 'created_at');
-      expect(user.id).to.match(UUID);
+      expect(user.id).to.match(UUID7);
       expect(user.username).to.equal(username.toLowerCase());
       expect(user.email).to.equal(email);
       expect(user.icon).to.equal(null);
@@ -210,15 +235,24 @@ describe('POST /v1/auth/signup', () => {
       });
       expect(response.status).to.equal(201);
       const token = secret(data!.data.token);
-      const rows = await sql<{ user_id: string; token_hash: string; user_agent: string; ip: string; created_at: Date; last_used_at: Date; expires_at: Date }>(
-        'select user_id, token_hash, user_agent, ip, created_at, last_used_at, expires_at from sessions where user_id = ?',
-        [data!.data.user.id],
-      );
+      const rows = await sql<{
+        user_id: string;
+        token_hash: string;
+        user_agent: string;
+        ip: string;
+        created_at: Date;
+        last_used_at: Date;
+        expires_at: Date;
+      }>('select user_id, token_hash, user_agent, ip, created_at, last_used_at, expires_at from sessions where user_id = ?', [
+        data!.data.user.id,
+      ]);
       expect(rows).to.have.length(1);
       const row = rows[0]!;
       expect(row.token_hash).to.equal(sha256(token));
       expect(row.user_agent).to.equal(userAgent);
-      expect(row.ip).to.be.a('string').that.matches(/127\.0\.0\.1$|^::1$/);
+      expect(row.ip)
+        .to.be.a('string')
+        .that.matches(/127\.0\.0\.1$|^::1$/);
       expectCloseTo(row.created_at, before, 60_000, 'sessions.created_at');
       expectCloseTo(row.last_used_at, before, 60_000, 'sessions.last_used_at');
       expectCloseTo(row.expires_at, before + 30 * DAY_MS, 60_000, 'sessions.expires_at');
@@ -236,22 +270,16 @@ describe('POST /v1/auth/signup', () => {
   describe('invite codes', () => {
     it('refuses an unknown code with 400 invalid_invite and creates no user', async () => {
       const body = await signupBody({ invite: secret(`inv_${randomBytes(13).toString('hex')}`) });
-      const before = await snapshot();
-      const answer = await postJson('/v1/auth/signup', body);
-      expectFailure(answer, 400, 'invalid_invite');
+      await expectNothingStoredBy(() => signup(body), 400, 'invalid_invite');
       expect(await usersNamed(body.username, body.email)).to.equal(0);
-      expect(await snapshot()).to.deep.equal(before);
     });
 
     it('refuses a code with no uses left', async () => {
       const code = await inviteCode();
       await sql('update invite_codes set uses_left = 0 where code_hash = ?', [inviteHash(code)]);
       const body = await signupBody({ invite: code });
-      const before = await snapshot();
-      const answer = await postJson('/v1/auth/signup', body);
-      expectFailure(answer, 400, 'invalid_invite');
+      await expectNothingStoredBy(() => signup(body), 400, 'invalid_invite');
       expect(await usersNamed(body.username, body.email)).to.equal(0);
-      expect(await snapshot()).to.deep.equal(before);
       expect(await usesLeft(code)).to.equal(0);
     });
 
@@ -259,64 +287,45 @@ describe('POST /v1/auth/signup', () => {
       const code = await inviteCode({ uses: 3, expiresInDays: 1 });
       await sql(`update invite_codes set expires_at = now() - interval '1 minute' where code_hash = ?`, [inviteHash(code)]);
       const body = await signupBody({ invite: code });
-      const before = await snapshot();
-      const answer = await postJson('/v1/auth/signup', body);
-      expectFailure(answer, 400, 'invalid_invite');
+      await expectNothingStoredBy(() => signup(body), 400, 'invalid_invite');
       expect(await usersNamed(body.username, body.email)).to.equal(0);
-      expect(await snapshot()).to.deep.equal(before);
       expect(await usesLeft(code)).to.equal(3);
     });
 
     it('accepts a code that has not expired yet', async () => {
       const code = await inviteCode({ expiresInDays: 1 });
-      const answer = await postJson('/v1/auth/signup', await signupBody({ invite: code }));
-      expect(answer.status, JSON.stringify(answer.json)).to.equal(201);
-      secret(answer.json.data.token);
+      await expectSignedUp(await signupBody({ invite: code }));
       expect(await usesLeft(code)).to.equal(0);
     });
 
     it('reads codes without regard to case', async () => {
       const code = await inviteCode();
       expect(code.toUpperCase()).to.not.equal(code);
-      const answer = await postJson('/v1/auth/signup', await signupBody({ invite: secret(code.toUpperCase()) }));
-      expect(answer.status, JSON.stringify(answer.json)).to.equal(201);
-      secret(answer.json.data.token);
+      await expectSignedUp(await signupBody({ invite: secret(code.toUpperCase()) }));
       expect(await usesLeft(code)).to.equal(0);
     });
 
     it('admits as many accounts as the code has uses, then refuses', async () => {
       const code = await inviteCode({ uses: 2 });
       expect(await usesLeft(code)).to.equal(2);
-      const first = await postJson('/v1/auth/signup', await signupBody({ invite: code }));
-      expect(first.status).to.equal(201);
-      secret(first.json.data.token);
+      await expectSignedUp(await signupBody({ invite: code }));
       expect(await usesLeft(code)).to.equal(1);
-      const second = await postJson('/v1/auth/signup', await signupBody({ invite: code }));
-      expect(second.status).to.equal(201);
-      secret(second.json.data.token);
+      await expectSignedUp(await signupBody({ invite: code }));
       expect(await usesLeft(code)).to.equal(0);
 
       const third = await signupBody({ invite: code });
-      const before = await snapshot();
-      const answer = await postJson('/v1/auth/signup', third);
-      expectFailure(answer, 400, 'invalid_invite');
+      await expectNothingStoredBy(() => signup(third), 400, 'invalid_invite');
       expect(await usersNamed(third.username, third.email)).to.equal(0);
-      expect(await snapshot()).to.deep.equal(before);
     });
 
     it('gives the use back when the sign-up is refused for another reason (username_taken)', async () => {
       const existing = await signUp();
       const code = await inviteCode();
       const body = await signupBody({ username: existing.username, invite: code });
-      const before = await snapshot();
-      const answer = await postJson('/v1/auth/signup', body);
-      expectFailure(answer, 409, 'username_taken');
+      await expectNothingStoredBy(() => signup(body), 409, 'username_taken');
       expect(await usesLeft(code)).to.equal(1);
-      expect(await snapshot()).to.deep.equal(before);
       // The use is really there: the same code still admits one account.
-      const retry = await postJson('/v1/auth/signup', await signupBody({ invite: code }));
-      expect(retry.status, JSON.stringify(retry.json)).to.equal(201);
-      secret(retry.json.data.token);
+      await expectSignedUp(await signupBody({ invite: code }));
       expect(await usesLeft(code)).to.equal(0);
     });
 
@@ -324,14 +333,17 @@ describe('POST /v1/auth/signup', () => {
       const code = await inviteCode();
       const bodies = await Promise.all(Array.from({ length: 10 }, () => signupBody({ invite: code })));
       const before = await snapshot();
-      const answers = await Promise.all(bodies.map((body) => postJson('/v1/auth/signup', body)));
+      const answers = await Promise.all(bodies.map((body) => signup(body)));
       for (const answer of answers) if (answer.status === 201) secret(answer.json.data.token);
       const statuses = answers.map((a) => a.status).sort();
       expect(statuses).to.deep.equal([201, 400, 400, 400, 400, 400, 400, 400, 400, 400]);
-      for (const answer of answers.filter((a) => a.status !== 201)) expectFailure(answer, 400, 'invalid_invite');
+      for (const answer of answers.filter((a) => a.status !== 201)) expectError(answer, 400, 'invalid_invite');
 
       const names = bodies.map((b) => b.username);
-      const rows = await sql<{ username: string }>(`select username from users where username in (${names.map(() => '?').join(', ')})`, names);
+      const rows = await sql<{ username: string }>(
+        `select username from users where username in (${names.map(() => '?').join(', ')})`,
+        names,
+      );
       expect(rows).to.have.length(1);
       const winner = answers.find((a) => a.status === 201)!;
       expect(rows[0]!.username).to.equal(winner.json.data.user.username);
@@ -350,37 +362,25 @@ describe('POST /v1/auth/signup', () => {
 
     it('refuses a taken username with 409 username_taken and stores nothing', async () => {
       const body = await signupBody({ username: existing.username });
-      const before = await snapshot();
-      const answer = await postJson('/v1/auth/signup', body);
-      expectFailure(answer, 409, 'username_taken');
-      expect(await snapshot()).to.deep.equal(before);
+      await expectNothingStoredBy(() => signup(body), 409, 'username_taken');
       expect(await usesLeft(body.invite)).to.equal(1);
       expect(await usersNamed(existing.username, body.email)).to.equal(1);
     });
 
     it('refuses a username that differs from a taken one only by case', async () => {
       const body = await signupBody({ username: existing.username.toUpperCase() });
-      const before = await snapshot();
-      const answer = await postJson('/v1/auth/signup', body);
-      expectFailure(answer, 409, 'username_taken');
-      expect(await snapshot()).to.deep.equal(before);
+      await expectNothingStoredBy(() => signup(body), 409, 'username_taken');
     });
 
     it('refuses a taken email address with 409 email_taken and stores nothing', async () => {
       const body = await signupBody({ email: existing.email });
-      const before = await snapshot();
-      const answer = await postJson('/v1/auth/signup', body);
-      expectFailure(answer, 409, 'email_taken');
-      expect(await snapshot()).to.deep.equal(before);
+      await expectNothingStoredBy(() => signup(body), 409, 'email_taken');
       expect(await usersNamed(body.username, 'nobody@nowhere.invalid')).to.equal(0);
     });
 
     it('refuses an email address that differs from a taken one only by case', async () => {
       const body = await signupBody({ email: existing.email.toUpperCase() });
-      const before = await snapshot();
-      const answer = await postJson('/v1/auth/signup', body);
-      expectFailure(answer, 409, 'email_taken');
-      expect(await snapshot()).to.deep.equal(before);
+      await expectNothingStoredBy(() => signup(body), 409, 'email_taken');
       expect(await usersNamed(body.username, 'nobody@nowhere.invalid')).to.equal(0);
     });
   });
@@ -388,8 +388,16 @@ describe('POST /v1/auth/signup', () => {
   describe('validation: 400 invalid_request pointing at the field, and nothing stored', () => {
     const cases: { rule: string; overrides: (username: string) => Record<string, unknown>; omit?: string; path: string }[] = [
       { rule: 'a username of 2 characters', overrides: () => ({ username: 'ab' }), path: '/body/username' },
-      { rule: 'a username with characters outside [A-Za-z0-9_-]', overrides: (u) => ({ username: `${u.slice(0, 20)}.x!` }), path: '/body/username' },
-      { rule: 'a username of 33 characters', overrides: () => ({ username: `u${randomBytes(16).toString('hex')}` }), path: '/body/username' },
+      {
+        rule: 'a username with characters outside [A-Za-z0-9_-]',
+        overrides: (u) => ({ username: `${u.slice(0, 20)}.x!` }),
+        path: '/body/username',
+      },
+      {
+        rule: 'a username of 33 characters',
+        overrides: () => ({ username: `u${randomBytes(16).toString('hex')}` }),
+        path: '/body/username',
+      },
       { rule: 'an email address that is not one', overrides: (u) => ({ email: `${u}.example.com` }), path: '/body/email' },
       { rule: 'a password of 7 characters', overrides: () => ({ password: secret('pw-1234') }), path: '/body/password' },
       {
@@ -408,7 +416,7 @@ describe('POST /v1/auth/signup', () => {
         const body: Record<string, unknown> = await signupBody({ username, email: `${username}@example.com`, ...overrides(username) });
         if (omit) delete body[omit];
         const before = await snapshot();
-        const answer = await postJson('/v1/auth/signup', body);
+        const answer = await signup(body);
         expectInvalid(answer, path);
         expect(await usersNamed(username, `${username}@example.com`)).to.equal(0);
         expect(await snapshot()).to.deep.equal(before);
@@ -423,25 +431,15 @@ describe('POST /v1/auth/signup', () => {
         [long, secret(`${'é'.repeat(30)}${randomBytes(6).toString('hex')}`)],
       ] as const) {
         expect(Buffer.byteLength(password)).to.be.oneOf([8, 72]);
-        const answer = await postJson('/v1/auth/signup', await signupBody({ username, email: `${username}@example.com`, password }));
-        expect(answer.status, JSON.stringify(answer.json)).to.equal(201);
-        secret(answer.json.data.token);
-        const login = await postJson('/v1/auth/login', { login: username, password });
-        expect(login.status).to.equal(201);
-        secret(login.json.data.token);
+        await expectSignedUp(await signupBody({ username, email: `${username}@example.com`, password }));
+        const session = await login({ login: username, password });
+        expect(session.status).to.equal(201);
+        secret(session.json.data.token);
       }
     });
   });
 
   describe('the body on the wire', () => {
-    async function expectNothingStoredBy(send: () => Promise<Answer>, status: number, code: string): Promise<Answer> {
-      const before = await snapshot();
-      const answer = await send();
-      expectFailure(answer, status, code);
-      expect(await snapshot()).to.deep.equal(before);
-      return answer;
-    }
-
     it('refuses Content-Type: text/plain with 415 unsupported_media_type', async () => {
       const body = await signupBody();
       await expectNothingStoredBy(
@@ -476,13 +474,13 @@ describe('POST /v1/auth/signup', () => {
 
     it('refuses a JSON array with 400 invalid_request', async () => {
       const body = await signupBody();
-      await expectNothingStoredBy(() => postJson('/v1/auth/signup', [body]), 400, 'invalid_request');
+      await expectNothingStoredBy(() => signup([body]), 400, 'invalid_request');
       expect(await usersNamed(body.username, body.email)).to.equal(0);
     });
 
     it('refuses a body of 2 MiB with 413 payload_too_large', async () => {
       const body = await signupBody({ padding: 'x'.repeat(2 * 1024 * 1024) });
-      await expectNothingStoredBy(() => postJson('/v1/auth/signup', body), 413, 'payload_too_large');
+      await expectNothingStoredBy(() => signup(body), 413, 'payload_too_large');
       expect(await usersNamed(body.username, body.email)).to.equal(0);
     });
 
@@ -491,7 +489,11 @@ describe('POST /v1/auth/signup', () => {
       const before = await snapshot();
       const { responses } = await oversizedThenFollowUp(JSON.stringify(body), false);
       const first = responses[0]!;
-      expectFailure({ status: first.status, headers: new Headers(first.headers), json: JSON.parse(first.body) }, 413, 'payload_too_large');
+      expectError(
+        { status: first.status, headers: new Headers(first.headers), text: first.body, json: JSON.parse(first.body) },
+        413,
+        'payload_too_large',
+      );
       expect(await snapshot()).to.deep.equal(before);
       expect(await usersNamed(body.username, body.email)).to.equal(0);
     });
@@ -511,16 +513,23 @@ describe('POST /v1/auth/signup', () => {
       ).to.equal(200);
     });
 
-    it('refuses a body whose Content-Length is over 1 MiB with 413 while it is still being sent, without resetting the connection, and answers the next request on it', async function () {
-      this.timeout(10_000);
-      const body = await signupBody({ padding: 'x'.repeat(2 * 1024 * 1024) });
-      const before = await snapshot();
-      const { responses, ending } = await oversizedThenFollowUp(JSON.stringify(body), true, 'length');
-      expect(responses.map((r) => r.status), ending).to.deep.equal([413, 200]);
-      expect(responses[0]!.headers.connection ?? 'keep-alive').to.not.equal('close');
-      expect(JSON.parse(responses[0]!.body).error.code).to.equal('payload_too_large');
-      expect(await snapshot()).to.deep.equal(before);
-    });
+    it(
+      'refuses a body whose Content-Length is over 1 MiB with 413 while it is still being sent, without resetting the connection, and ' +
+        'answers the next request on it',
+      async function () {
+        this.timeout(10_000);
+        const body = await signupBody({ padding: 'x'.repeat(2 * 1024 * 1024) });
+        const before = await snapshot();
+        const { responses, ending } = await oversizedThenFollowUp(JSON.stringify(body), true, 'length');
+        expect(
+          responses.map((r) => r.status),
+          ending,
+        ).to.deep.equal([413, 200]);
+        expect(responses[0]!.headers.connection ?? 'keep-alive').to.not.equal('close');
+        expect(JSON.parse(responses[0]!.body).error.code).to.equal('payload_too_large');
+        expect(await snapshot()).to.deep.equal(before);
+      },
+    );
 
     it('accepts application/json with a charset parameter', async () => {
       const answer = await http('POST', '/v1/auth/signup', {
@@ -540,29 +549,20 @@ describe('POST /v1/auth/signup', () => {
 
     it('refuses a valid session token with 403 already_authenticated and stores nothing', async () => {
       const body = await signupBody();
-      const before = await snapshot();
-      const answer = await postJson('/v1/auth/signup', body, { Authorization: `Bearer ${holder.token}` });
-      expectFailure(answer, 403, 'already_authenticated');
-      expect(await snapshot()).to.deep.equal(before);
+      await expectNothingStoredBy(() => signup(body, { Authorization: `Bearer ${holder.token}` }), 403, 'already_authenticated');
       expect(await usesLeft(body.invite)).to.equal(1);
     });
 
     it('refuses a valid API token with 403 already_authenticated and stores nothing', async () => {
-      const apiToken = await createApiToken(holder.token);
+      const token = await apiToken(holder.token);
       const body = await signupBody();
-      const before = await snapshot();
-      const answer = await postJson('/v1/auth/signup', body, { Authorization: `Token ${apiToken}` });
-      expectFailure(answer, 403, 'already_authenticated');
-      expect(await snapshot()).to.deep.equal(before);
+      await expectNothingStoredBy(() => signup(body, { Authorization: `Token ${token}` }), 403, 'already_authenticated');
       expect(await usesLeft(body.invite)).to.equal(1);
     });
 
     it('refuses an invalid token with 401 unauthenticated and stores nothing', async () => {
       const body = await signupBody();
-      const before = await snapshot();
-      const answer = await postJson('/v1/auth/signup', body, { Authorization: `Bearer ${secret(`ses_${randomBytes(32).toString('base64url')}`)}` });
-      expectFailure(answer, 401, 'unauthenticated');
-      expect(await snapshot()).to.deep.equal(before);
+      await expectNothingStoredBy(() => signup(body, { Authorization: `Bearer ${secret(randomToken())}` }), 401, 'unauthenticated');
       expect(await usesLeft(body.invite)).to.equal(1);
     });
   });
@@ -591,14 +591,14 @@ describe('POST /v1/auth/login', () => {
   }
 
   it('signs in by username in any case with a new, different session token', async () => {
-    const upper = await expectNewWorkingSession(await postJson('/v1/auth/login', { login: user.username.toUpperCase(), password: user.password }));
-    const lower = await expectNewWorkingSession(await postJson('/v1/auth/login', { login: user.username, password: user.password }));
+    const upper = await expectNewWorkingSession(await login({ login: user.username.toUpperCase(), password: user.password }));
+    const lower = await expectNewWorkingSession(await login({ login: user.username, password: user.password }));
     expect(lower).to.not.equal(upper);
   });
 
   it('signs in by email address in any case', async () => {
-    await expectNewWorkingSession(await postJson('/v1/auth/login', { login: user.email.toUpperCase(), password: user.password }));
-    await expectNewWorkingSession(await postJson('/v1/auth/login', { login: user.email.toLowerCase(), password: user.password }));
+    await expectNewWorkingSession(await login({ login: user.email.toUpperCase(), password: user.password }));
+    await expectNewWorkingSession(await login({ login: user.email.toLowerCase(), password: user.password }));
   });
 
   it('records the device of the new session', async () => {
@@ -609,48 +609,54 @@ describe('POST /v1/auth/login', () => {
     });
     expect(response.status).to.equal(201);
     const token = secret(data!.data.token);
-    const [row] = await sql<{ user_agent: string; ip: string; expires_at: Date }>('select user_agent, ip, expires_at from sessions where token_hash = ?', [
-      sha256(token),
-    ]);
+    const [row] = await sql<{ user_agent: string; ip: string; expires_at: Date }>(
+      'select user_agent, ip, expires_at from sessions where token_hash = ?',
+      [sha256(token)],
+    );
     expect(row!.user_agent).to.equal(userAgent);
     expect(row!.ip).to.match(/127\.0\.0\.1$|^::1$/);
     expectCloseTo(row!.expires_at, Date.now() + 30 * DAY_MS, 60_000, 'sessions.expires_at');
   });
 
   it('ignores any Authorization header', async () => {
-    await expectNewWorkingSession(await postJson('/v1/auth/login', { login: user.username, password: user.password }, { Authorization: 'Basic garbage' }));
-    await expectNewWorkingSession(await postJson('/v1/auth/login', { login: user.username, password: user.password }, { Authorization: `Bearer ${user.token}` }));
+    await expectNewWorkingSession(await login({ login: user.username, password: user.password }, { Authorization: 'Basic garbage' }));
+    await expectNewWorkingSession(
+      await login({ login: user.username, password: user.password }, { Authorization: `Bearer ${user.token}` }),
+    );
   });
 
   it('answers a wrong password and an unknown user with the same 401 invalid_credentials, and opens no session', async () => {
     const before = await snapshot();
-    const wrong = await postJson('/v1/auth/login', { login: user.username, password: secret(`${user.password}x`) });
-    const unknown = await postJson('/v1/auth/login', { login: uniqueName('nobody'), password: user.password });
-    const unknownEmail = await postJson('/v1/auth/login', { login: `${uniqueName('nobody')}@example.com`, password: user.password });
+    const wrong = await login({ login: user.username, password: secret(`${user.password}x`) });
+    const unknown = await login({ login: uniqueName('nobody'), password: user.password });
+    const unknownEmail = await login({ login: `${uniqueName('nobody')}@example.com`, password: user.password });
     for (const answer of [wrong, unknown, unknownEmail]) {
-      expectFailure(answer, 401, 'invalid_credentials');
+      expectError(answer, 401, 'invalid_credentials');
       expect(answer.json).to.deep.equal(wrong.json);
       expect(answer.headers.get('www-authenticate')).to.equal('Bearer');
     }
     expect(await snapshot()).to.deep.equal(before);
   });
 
-  // Class: a rule of sign-up that the other door ignores. bcrypt reads 72 bytes and no more.
-  it('refuses a password of the right 72 bytes plus anything as a wrong password (401 invalid_credentials), opening no session', async () => {
-    const password = secret(`${randomBytes(24).toString('hex')}${'é'.repeat(12)}`);
-    expect(Buffer.byteLength(password)).to.equal(72);
-    const long = await signUp({ password });
-    const before = await snapshot();
-    for (const extra of ['x', 'anything at all', 'é']) {
-      const answer = await postJson('/v1/auth/login', { login: long.username, password: secret(password + extra) });
-      expectFailure(answer, 401, 'invalid_credentials');
-    }
-    expect(await snapshot()).to.deep.equal(before);
-    const exact = await postJson('/v1/auth/login', { login: long.username, password });
-    expect(exact.status).to.equal(201);
-    expect(exact.json.data.user.id).to.equal(long.id);
-    secret(exact.json.data.token as string);
-  });
+  // Class: a rule of sign-up that login must keep too. bcrypt reads 72 bytes and no more, so nothing may match on those alone.
+  it(
+    'refuses a password of the right 72 bytes plus anything as a wrong password (401 invalid_credentials), opening no ' + 'session',
+    async () => {
+      const password = secret(`${randomBytes(24).toString('hex')}${'é'.repeat(12)}`);
+      expect(Buffer.byteLength(password)).to.equal(72);
+      const long = await signUp({ password });
+      const before = await snapshot();
+      for (const extra of ['x', 'anything at all', 'é']) {
+        const answer = await login({ login: long.username, password: secret(password + extra) });
+        expectError(answer, 401, 'invalid_credentials');
+      }
+      expect(await snapshot()).to.deep.equal(before);
+      const exact = await login({ login: long.username, password });
+      expect(exact.status).to.equal(201);
+      expect(exact.json.data.user.id).to.equal(long.id);
+      secret(exact.json.data.token as string);
+    },
+  );
 
   it('takes about as long for an unknown user as for a wrong password', async function () {
     this.timeout(60_000);
@@ -658,7 +664,7 @@ describe('POST /v1/auth/login', () => {
     const unknown: number[] = [];
     const timed = async (body: unknown, into: number[]) => {
       const started = performance.now();
-      const answer = await postJson('/v1/auth/login', body);
+      const answer = await login(body);
       into.push(performance.now() - started);
       expect(answer.status).to.equal(401);
     };
@@ -671,28 +677,27 @@ describe('POST /v1/auth/login', () => {
   });
 
   it('validates its body: a missing password is 400 invalid_request', async () => {
-    const before = await snapshot();
-    const answer = await postJson('/v1/auth/login', { login: user.username });
-    expectFailure(answer, 400, 'invalid_request');
-    expect(await snapshot()).to.deep.equal(before);
+    await expectNothingStoredBy(() => login({ login: user.username }), 400, 'invalid_request');
   });
 });
 
 describe('DELETE /v1/auth/logout', () => {
   it('answers 204 with no body, ends only the calling session, and deletes its device record', async () => {
     const user = await signUp({ userAgent: 'logout-device/1' });
-    const login = await postJson('/v1/auth/login', { login: user.username, password: user.password });
-    expect(login.status).to.equal(201);
-    const other = secret(login.json.data.token as string);
-    const [device] = await sql<{ user_agent: string; ip: string }>('select user_agent, ip from sessions where token_hash = ?', [sha256(user.token)]);
+    const session = await login({ login: user.username, password: user.password });
+    expect(session.status).to.equal(201);
+    const other = secret(session.json.data.token as string);
+    const [device] = await sql<{ user_agent: string; ip: string }>('select user_agent, ip from sessions where token_hash = ?', [
+      sha256(user.token),
+    ]);
     expect(device).to.deep.include({ user_agent: 'logout-device/1' });
     expect(device!.ip).to.be.a('string').and.not.be.empty;
 
-    const answer = await http('DELETE', '/v1/auth/logout', { headers: { Authorization: `Bearer ${user.token}` } });
+    const answer = await call('DELETE', '/v1/auth/logout', user.token);
     expect(answer.status).to.equal(204);
     expect(answer.text).to.equal('');
 
-    expectFailure(await me(`Bearer ${user.token}`), 401, 'unauthenticated');
+    expectError(await me(`Bearer ${user.token}`), 401, 'unauthenticated');
     const still = await me(`Bearer ${other}`);
     expect(still.status).to.equal(200);
     expect(still.json.data.id).to.equal(user.id);
@@ -702,26 +707,24 @@ describe('DELETE /v1/auth/logout', () => {
     expect(left.map((r) => r.token_hash)).to.deep.equal([sha256(other)]);
 
     // A second logout with the same token is 401: the session is gone.
-    expectFailure(await http('DELETE', '/v1/auth/logout', { headers: { Authorization: `Bearer ${user.token}` } }), 401, 'unauthenticated');
+    expectError(await call('DELETE', '/v1/auth/logout', user.token), 401, 'unauthenticated');
   });
 
   it('refuses an API token with 403 session_required and leaves every session in place', async () => {
     const user = await signUp();
-    const apiToken = await createApiToken(user.token);
+    const token = await apiToken(user.token);
     const before = await snapshot();
     const sessions = await sql('select * from sessions where user_id = ?', [user.id]);
-    const answer = await http('DELETE', '/v1/auth/logout', { headers: { Authorization: `Bearer ${apiToken}` } });
-    expectFailure(answer, 403, 'session_required');
+    const answer = await call('DELETE', '/v1/auth/logout', token);
+    expectError(answer, 403, 'session_required');
     expect(await sql('select * from sessions where user_id = ?', [user.id])).to.deep.equal(sessions);
     expect(await snapshot()).to.deep.equal(before);
     expect((await me(`Bearer ${user.token}`)).status).to.equal(200);
-    expect((await me(`Bearer ${apiToken}`)).status).to.equal(200);
+    expect((await me(`Bearer ${token}`)).status).to.equal(200);
   });
 
   it('answers 401 unauthenticated without a credential', async () => {
-    const before = await snapshot();
-    expectFailure(await http('DELETE', '/v1/auth/logout'), 401, 'unauthenticated');
-    expect(await snapshot()).to.deep.equal(before);
+    await expectNothingStoredBy(() => http('DELETE', '/v1/auth/logout'), 401, 'unauthenticated');
   });
 });
 
@@ -742,8 +745,8 @@ describe('the Authorization header', () => {
   const refused: [string, () => string][] = [
     ['the Basic scheme', () => 'Basic abc'],
     ['a scheme with no token', () => 'Bearer'],
-    ['a token nobody was given', () => `Bearer ${secret(`ses_${randomBytes(32).toString('base64url')}`)}`],
-    ['an API-token-shaped unknown token', () => `Token ${secret(`api_${randomBytes(32).toString('base64url')}`)}`],
+    ['a token nobody was given', () => `Bearer ${secret(randomToken())}`],
+    ['an API-token-shaped unknown token', () => `Token ${secret(randomToken('api_'))}`],
     ['a token without a kind prefix', () => 'Bearer abcdef'],
     ['two words after the scheme', () => 'Bearer a b'],
     ['a valid token followed by another word', () => `Bearer ${user.token} extra`],
@@ -751,22 +754,24 @@ describe('the Authorization header', () => {
   ];
   for (const [rule, header] of refused) {
     it(`refuses ${rule} with 401 unauthenticated and WWW-Authenticate: Bearer`, async () => {
-      expectFailure(await me(header()), 401, 'unauthenticated');
+      expectError(await me(header()), 401, 'unauthenticated');
     });
   }
 
   it('refuses a missing header with 401 unauthenticated', async () => {
-    expectFailure(await me(), 401, 'unauthenticated');
+    expectError(await me(), 401, 'unauthenticated');
   });
 
   it('refuses an expired session with 401 and does not bring it back to life', async () => {
     const other = await signUp();
     expect((await me(`Bearer ${other.token}`)).status).to.equal(200);
     await sql(`update sessions set expires_at = now() - interval '1 second' where token_hash = ?`, [sha256(other.token)]);
-    expectFailure(await me(`Bearer ${other.token}`), 401, 'unauthenticated');
-    const [row] = await sql<{ live: boolean }>('select expires_at > now() as live from sessions where token_hash = ?', [sha256(other.token)]);
+    expectError(await me(`Bearer ${other.token}`), 401, 'unauthenticated');
+    const [row] = await sql<{ live: boolean }>('select expires_at > now() as live from sessions where token_hash = ?', [
+      sha256(other.token),
+    ]);
     if (row) expect(row.live).to.equal(false);
-    expectFailure(await me(`Bearer ${other.token}`), 401, 'unauthenticated');
+    expectError(await me(`Bearer ${other.token}`), 401, 'unauthenticated');
   });
 
   it('extends a session to 30 days from its last use', async () => {
@@ -775,9 +780,10 @@ describe('the Authorization header', () => {
       sha256(other.token),
     ]);
     expect((await me(`Bearer ${other.token}`)).status).to.equal(200);
-    const [row] = await sql<{ expires_at: Date; last_used_at: Date }>('select expires_at, last_used_at from sessions where token_hash = ?', [
-      sha256(other.token),
-    ]);
+    const [row] = await sql<{ expires_at: Date; last_used_at: Date }>(
+      'select expires_at, last_used_at from sessions where token_hash = ?',
+      [sha256(other.token)],
+    );
     expectCloseTo(row!.last_used_at, Date.now(), 60_000, 'last_used_at');
     expectCloseTo(row!.expires_at, Date.now() + 30 * DAY_MS, 60_000, 'expires_at');
   });
@@ -805,9 +811,9 @@ describe('GET /v1/users/me', () => {
 
   it('answers the same for an API token of the same user', async () => {
     const user = await signUp();
-    const apiToken = await createApiToken(user.token);
+    const token = await apiToken(user.token);
     const bySession = await me(`Bearer ${user.token}`);
-    const byApiToken = await me(`Bearer ${apiToken}`);
+    const byApiToken = await me(`Bearer ${token}`);
     expect(byApiToken.status).to.equal(200);
     expect(byApiToken.json).to.deep.equal(bySession.json);
   });

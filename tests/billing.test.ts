@@ -11,15 +11,21 @@ import http from 'node:http';
 import { expect } from 'chai';
 import { pino } from 'pino';
 import Stripe from 'stripe';
-import { createClient } from '../sdk/src/index.js';
-import { billingOff, createBilling, STRIPE_DEADLINE_MS, STRIPE_MAX_NETWORK_RETRIES, STRIPE_TIMEOUT_MS } from '../server/src/billing/index.js';
+import {
+  billingOff,
+  createBilling,
+  STRIPE_DEADLINE_MS,
+  STRIPE_MAX_NETWORK_RETRIES,
+  STRIPE_TIMEOUT_MS,
+} from '../server/src/billing/index.js';
 import { connectionOptions } from '../server/src/billing/stripe.js';
 import { WEBHOOK_BODY_LIMIT_BYTES } from '../server/src/handlers/billing.js';
-import { createInviteCode } from '../server/src/domain/invite-codes.js';
 import { ApiError } from '../server/src/errors.js';
 import type { RunningServer } from '../server/src/server.js';
-import { secret, startExtraServer, uniqueName } from './support/harness.js';
-import { expectError, namespaceName, type Answer } from './support/projects.js';
+import { secret, sql, startExtraServer } from './support/harness.js';
+import { signUpOn } from './support/accounts.js';
+import { callAt, expectError, send, type Answer } from './support/http.js';
+import { namespaceName, rowsOfProject } from './support/projects.js';
 import { StripeStandIn } from './support/stripe-stand-in.js';
 
 const API_KEY = secret(`sk_test_${randomBytes(12).toString('hex')}`);
@@ -30,46 +36,33 @@ const PRICE_TIERS = 'price_basic:1,price_pro:2';
 class Target {
   constructor(readonly server: RunningServer) {}
 
-  async sql<T = Record<string, unknown>>(text: string, params: unknown[] = []): Promise<T[]> {
-    return (await this.server.db.orm.em.fork().getConnection().execute(text, params)) as T[];
+  sql<T = Record<string, unknown>>(text: string, params: unknown[] = []): Promise<T[]> {
+    return sql<T>(text, params, this.server.db);
   }
 
-  async call(method: string, path: string, token?: string, body?: unknown): Promise<Answer> {
-    const response = await fetch(this.server.url + path, {
-      method,
-      headers: { ...(token ? { Authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}) },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await response.text();
-    return { status: response.status, headers: response.headers, text, json: text ? JSON.parse(text) : undefined };
-  }
-
-  /** A new account on this server (its own invite code, the public sign-up route). */
-  async signUp(): Promise<{ username: string; token: string }> {
-    const { code } = await createInviteCode(this.server.db.orm.em.fork(), {});
-    const username = uniqueName('bill');
-    const { data, error, response } = await createClient({ baseUrl: this.server.url }).POST('/v1/auth/signup', {
-      body: { username, email: `${username}@example.com`, password: secret(`pw-${randomBytes(8).toString('hex')}`), invite: secret(code) },
-    });
-    if (!data) throw new Error(`sign-up failed: ${response.status} ${JSON.stringify(error)}`);
-    return { username, token: secret(data.data.token) };
+  call(method: string, path: string, token?: string, body?: unknown): Promise<Answer> {
+    return callAt(this.server.url, method, path, token, body);
   }
 
   /** A project with a second member, an insight and a few activity records: something to keep whole. */
   async project(): Promise<{ id: string; namespace: string; token: string }> {
-    const owner = await this.signUp();
-    const member = await this.signUp();
+    const owner = await signUpOn(this.server);
+    const member = await signUpOn(this.server);
     const namespace = namespaceName('bill');
     const created = await this.call('POST', '/v1/projects', owner.token, { name: 'Billing test', namespace });
     expect(created.status, created.text).to.equal(201);
     expect((await this.call('POST', `/v1/projects/${namespace}/invites`, owner.token, { username: member.username })).status).to.equal(201);
     expect((await this.call('PUT', `/v1/projects/${namespace}/invites/${member.username}`, member.token)).status).to.equal(200);
-    expect((await this.call('POST', `/v1/projects/${namespace}/insights`, owner.token, { title: 'Signups', value: 3 })).status).to.equal(201);
+    expect((await this.call('POST', `/v1/projects/${namespace}/insights`, owner.token, { title: 'Signups', value: 3 })).status).to.equal(
+      201,
+    );
     return { id: created.json.data.id, namespace, token: owner.token };
   }
 
   async billing(projectId: string): Promise<{ tier: number; billing_id: string | null } | undefined> {
-    const [row] = await this.sql<{ tier: number; billing_id: string | null }>('select tier, billing_id from projects where id = ?', [projectId]);
+    const [row] = await this.sql<{ tier: number; billing_id: string | null }>('select tier, billing_id from projects where id = ?', [
+      projectId,
+    ]);
     return row;
   }
 
@@ -81,19 +74,8 @@ class Target {
     return rows.map((row) => ({ actor_id: row.actor_id, ...(typeof row.data === 'string' ? JSON.parse(row.data) : row.data) }));
   }
 
-  /** Row counts of the project and of every table that hangs off it (found from the schema, so new tables count too). */
-  async footprint(projectId: string): Promise<Record<string, number>> {
-    const tables = await this.sql<{ table_name: string }>(
-      `select table_name from information_schema.columns where table_schema = 'public' and column_name = 'project_id' order by table_name`,
-    );
-    const counts: Record<string, number> = {};
-    const [project] = await this.sql<{ n: number }>('select count(*)::int as n from projects where id = ?', [projectId]);
-    counts.projects = project!.n;
-    for (const { table_name } of tables) {
-      const [row] = await this.sql<{ n: number }>(`select count(*)::int as n from "${table_name}" where project_id = ?`, [projectId]);
-      counts[table_name] = row!.n;
-    }
-    return counts;
+  footprint(projectId: string): Promise<Record<string, number>> {
+    return rowsOfProject(projectId, this.server.db);
   }
 
   async stripeEvents(): Promise<number> {
@@ -112,13 +94,12 @@ class Target {
             secret: signing.secret ?? WEBHOOK_SECRET,
             ...(signing.timestamp !== undefined ? { timestamp: signing.timestamp } : {}),
           }));
-    const response = await fetch(`${this.server.url}/v1/billing/webhook`, {
+    return send(this.server.url, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', ...(header !== undefined ? { 'Stripe-Signature': header } : {}) },
-      body: payload,
+      path: '/v1/billing/webhook',
+      headers: header !== undefined ? { 'Stripe-Signature': header } : {},
+      raw: { body: payload, contentType: 'application/json' },
     });
-    const text = await response.text();
-    return { status: response.status, headers: response.headers, text, json: text ? JSON.parse(text) : undefined };
   }
 }
 
@@ -187,7 +168,16 @@ function nestedBody(bytes: number): string {
 }
 
 function stripeEvent(type: string, object: Record<string, unknown>, id = `evt_${randomBytes(12).toString('hex')}`) {
-  return { id, object: 'event', api_version: '2025-01-01', created: Math.floor(Date.now() / 1000), livemode: false, pending_webhooks: 1, type, data: { object } };
+  return {
+    id,
+    object: 'event',
+    api_version: '2025-01-01',
+    created: Math.floor(Date.now() / 1000),
+    livemode: false,
+    pending_webhooks: 1,
+    type,
+    data: { object },
+  };
 }
 
 /** The same event as if Stripe had created it `seconds` ago. */
@@ -198,13 +188,28 @@ function createdAgo<T extends { created: number }>(event: T, seconds: number): T
 function checkoutCompleted(projectId: string, subscription: string, id?: string) {
   return stripeEvent(
     'checkout.session.completed',
-    { id: `cs_test_${randomBytes(8).toString('hex')}`, object: 'checkout.session', mode: 'subscription', client_reference_id: projectId, subscription, status: 'complete' },
+    {
+      id: `cs_test_${randomBytes(8).toString('hex')}`,
+      object: 'checkout.session',
+      mode: 'subscription',
+      client_reference_id: projectId,
+      subscription,
+      status: 'complete',
+    },
     id,
   );
 }
 
 function subscription(id: string, price: string, status = 'active') {
-  return { id, object: 'subscription', status, items: { object: 'list', data: [{ id: `si_${randomBytes(6).toString('hex')}`, object: 'subscription_item', price: { id: price, object: 'price' } }] } };
+  return {
+    id,
+    object: 'subscription',
+    status,
+    items: {
+      object: 'list',
+      data: [{ id: `si_${randomBytes(6).toString('hex')}`, object: 'subscription_item', price: { id: price, object: 'price' } }],
+    },
+  };
 }
 
 function subscriptionUpdated(id: string, price: string, status = 'active', eventId?: string) {
@@ -219,6 +224,18 @@ function newSubscriptionId(): string {
   return `sub_${randomBytes(8).toString('hex')}`;
 }
 
+/** A Stripe stand-in, and a server of its own whose Stripe settings point at it, with `stripeSecretKey` ('' is billing off). */
+async function startBilling(stripeSecretKey: string): Promise<{ standIn: StripeStandIn; target: Target }> {
+  const standIn = await StripeStandIn.start(API_KEY);
+  const env = {
+    STRIPE_SECRET_KEY: stripeSecretKey,
+    STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
+    STRIPE_PRICE_TIERS: PRICE_TIERS,
+    STRIPE_API_URL: standIn.url,
+  };
+  return { standIn, target: new Target(await startExtraServer(env)) };
+}
+
 function expectReceived(answer: Answer, what = ''): void {
   expect(answer.status, `${what} ${answer.text}`).to.equal(200);
   expect(answer.json).to.deep.equal({ success: true, data: { received: true } });
@@ -231,10 +248,7 @@ describe('billing through Stripe', function () {
 
   before(async function () {
     this.timeout(120_000);
-    standIn = await StripeStandIn.start(API_KEY);
-    target = new Target(
-      await startExtraServer({ STRIPE_SECRET_KEY: API_KEY, STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, STRIPE_PRICE_TIERS: PRICE_TIERS, STRIPE_API_URL: standIn.url }),
-    );
+    ({ standIn, target } = await startBilling(API_KEY));
   });
 
   after(async () => {
@@ -313,7 +327,13 @@ describe('billing through Stripe', function () {
       expectReceived(await target.deliver(deleted));
       expect(await target.billing(project.id)).to.deep.equal({ tier: 0, billing_id: null });
       const records = await target.billingActivity(project.id);
-      expect(records.at(-1)).to.deep.equal({ actor_id: null, event: 'customer.subscription.deleted', event_id: deleted.id, tier: 0, billing_id: null });
+      expect(records.at(-1)).to.deep.equal({
+        actor_id: null,
+        event: 'customer.subscription.deleted',
+        event_id: deleted.id,
+        tier: 0,
+        billing_id: null,
+      });
       expect(records).to.have.length(3);
     });
 
@@ -335,7 +355,10 @@ describe('billing through Stripe', function () {
       expectReceived(await target.deliver(createdAgo(subscriptionUpdated(project.subscription, 'price_basic'), 10)));
       expect(await target.billing(project.id)).to.deep.equal({ tier: 1, billing_id: project.subscription });
       expectReceived(await target.deliver(createdAgo(subscriptionUpdated(project.subscription, 'price_pro'), 60)));
-      expect(await target.billing(project.id), 'the older event changed nothing').to.deep.equal({ tier: 1, billing_id: project.subscription });
+      expect(await target.billing(project.id), 'the older event changed nothing').to.deep.equal({
+        tier: 1,
+        billing_id: project.subscription,
+      });
       expect(await target.billingActivity(project.id)).to.have.length(2);
     });
 
@@ -355,7 +378,13 @@ describe('billing through Stripe', function () {
       const events = [
         checkoutCompleted(randomUUID(), newSubscriptionId()),
         checkoutCompleted('not-a-project-id', newSubscriptionId()),
-        stripeEvent('checkout.session.completed', { id: 'cs_test_x', object: 'checkout.session', mode: 'payment', client_reference_id: project.id, subscription: null }),
+        stripeEvent('checkout.session.completed', {
+          id: 'cs_test_x',
+          object: 'checkout.session',
+          mode: 'payment',
+          client_reference_id: project.id,
+          subscription: null,
+        }),
         subscriptionUpdated(newSubscriptionId(), 'price_pro'),
         subscriptionDeleted(newSubscriptionId(), 'price_pro'),
         stripeEvent('invoice.paid', { id: 'in_test_x', object: 'invoice' }),
@@ -418,7 +447,10 @@ describe('billing through Stripe', function () {
       });
 
       it('a valid signature over a different body', async () => {
-        const other = Stripe.webhooks.generateTestHeaderString({ payload: JSON.stringify({ ...event, id: 'evt_other' }), secret: WEBHOOK_SECRET });
+        const other = Stripe.webhooks.generateTestHeaderString({
+          payload: JSON.stringify({ ...event, id: 'evt_other' }),
+          secret: WEBHOOK_SECRET,
+        });
         expectError(await target.deliver(event, { header: other }), 400, 'invalid_request');
       });
 
@@ -510,7 +542,13 @@ describe('billing through Stripe', function () {
       for (const answer of both) expectReceived(answer);
       expect(await target.billing(project.id)).to.deep.equal({ tier: 0, billing_id: sub2 });
 
-      expect((await target.billingActivity(project.id)).map((r) => r.event_id)).to.deep.equal([checkout.id, pro.id, basic.id, deleted.id, again.id]);
+      expect((await target.billingActivity(project.id)).map((r) => r.event_id)).to.deep.equal([
+        checkout.id,
+        pro.id,
+        basic.id,
+        deleted.id,
+        again.id,
+      ]);
     });
   });
 
@@ -522,7 +560,10 @@ describe('billing through Stripe', function () {
       expect(standIn.calls.map((c) => `${c.method} ${c.path}`)).to.deep.equal([`DELETE /v1/subscriptions/${project.subscription}`]);
       expect(standIn.calls[0]!.authorized, 'the configured key was sent').to.equal(true);
       const left = await target.footprint(project.id);
-      expect(Object.values(left).every((n) => n === 0), JSON.stringify(left)).to.equal(true);
+      expect(
+        Object.values(left).every((n) => n === 0),
+        JSON.stringify(left),
+      ).to.equal(true);
     });
 
     it('deletes a project without a subscription without calling Stripe', async () => {
@@ -585,7 +626,11 @@ describe('billing through Stripe', function () {
         target.call('DELETE', `/v1/projects/${project.namespace}`, project.token),
       ]);
       expect(answers.map((a) => a.status).sort()).to.deep.equal([204, 404]);
-      expectError(answers.find((a) => a.status === 404)!, 404, 'not_found');
+      expectError(
+        answers.find((a) => a.status === 404)!,
+        404,
+        'not_found',
+      );
       expect(standIn.cancelCalls()).to.have.length(1);
       expect((await target.footprint(project.id)).projects).to.equal(0);
     });
@@ -599,9 +644,8 @@ describe('billing off (no STRIPE_SECRET_KEY)', function () {
 
   before(async function () {
     this.timeout(120_000);
-    standIn = await StripeStandIn.start(API_KEY);
     // Everything but the key, pointed at the stand-in: so any call made would be seen.
-    target = new Target(await startExtraServer({ STRIPE_SECRET_KEY: '', STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, STRIPE_PRICE_TIERS: PRICE_TIERS, STRIPE_API_URL: standIn.url }));
+    ({ standIn, target } = await startBilling(''));
   });
 
   after(async () => {
@@ -655,7 +699,12 @@ describe('billing off (no STRIPE_SECRET_KEY)', function () {
 
 describe('the billing adapter', () => {
   const quiet = pino({ level: 'silent' });
-  const settings = { secretKey: undefined, webhookSecret: undefined, priceTiers: new Map<string, number>(), apiUrl: 'https://api.stripe.com' };
+  const settings = {
+    secretKey: undefined,
+    webhookSecret: undefined,
+    priceTiers: new Map<string, number>(),
+    apiUrl: 'https://api.stripe.com',
+  };
 
   it('is off without a secret key', async () => {
     expect(await createBilling(settings, quiet)).to.equal(billingOff);
@@ -666,8 +715,12 @@ describe('the billing adapter', () => {
     const billing = await createBilling({ ...settings, secretKey: API_KEY }, quiet);
     const payload = JSON.stringify(stripeEvent('invoice.paid', {}));
     const header = Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET });
-    expect(() => billing.assertWebhookOn()).to.throw(ApiError).with.property('status', 503);
-    expect(() => billing.verifyEvent(Buffer.from(payload), header)).to.throw(ApiError).with.property('status', 503);
+    expect(() => billing.assertWebhookOn())
+      .to.throw(ApiError)
+      .with.property('status', 503);
+    expect(() => billing.verifyEvent(Buffer.from(payload), header))
+      .to.throw(ApiError)
+      .with.property('status', 503);
   });
 
   it('turns STRIPE_API_URL into the package host, port and protocol', () => {

@@ -18,11 +18,15 @@ import { coverageLine, summary, writeReports } from '../tools/src/conformance/re
 import { loadConfig } from '../server/src/config.js';
 import { createInviteCode } from '../server/src/domain/invite-codes.js';
 import { startServer, type RunningServer } from '../server/src/server.js';
-import { baseUrl, database, inviteCode, outputDir, secret } from './support/harness.js';
+import { baseUrl, database, outputDir, secret } from './support/harness.js';
+import { inviteCode } from './support/accounts.js';
 
 function print(label: string, result: ConformanceResult, reportDir: string): void {
   const files = writeReports(result, reportDir);
-  console.log(`      ${label}: ${result.counts.passed}/${result.counts.total} cases passed, ${result.counts.requests} requests, ${(result.durationMs / 1000).toFixed(1)} s`);
+  console.log(
+    `      ${label}: ${result.counts.passed}/${result.counts.total} cases passed, ${result.counts.requests} requests, ` +
+      `${(result.durationMs / 1000).toFixed(1)} s`,
+  );
   console.log(`      coverage: ${coverageLine(result)}`);
   for (const { reason, pairs } of result.coverage.notProvokable) {
     console.log(`        not provokable: ${pairs.length} × ${[...new Set(pairs.map((p) => p.split(' ').pop()))].join(', ')}: ${reason}`);
@@ -62,44 +66,57 @@ describe('conformance suite, black box, against running deployments', function (
     expectConformance(result);
   });
 
-  it('a freshly started embedded server with rate limits on and billing configured conforms, 429 and the webhook 200 included', async () => {
-    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'signalboard-conformance-'));
-    const webhookSecret = secret(`whsec_conformance_${randomBytes(12).toString('hex')}`);
-    const config = {
-      ...loadConfig({
-        ...process.env,
-        DATABASE_URL: '',
-        AUTH_RATE_LIMIT: '50',
-        API_RATE_LIMIT: '500',
-        // Billing on, so the webhook checks signatures; the suite sends only an event type the service
-        // ignores and never makes a subscription, so Stripe (an address nothing listens on) is never called.
-        STRIPE_SECRET_KEY: 'sk_test_conformance',
-        STRIPE_WEBHOOK_SECRET: webhookSecret,
-        STRIPE_API_URL: 'http://127.0.0.1:9',
-        STRIPE_PRICE_TIERS: '',
-      }),
-      port: 0,
-      host: '127.0.0.1',
-      dataDir,
-    };
-    const logger = pino({ level: 'info' }, pino.destination({ dest: path.join(outputDir, 'server.log'), sync: true }));
-    let server: RunningServer | undefined;
-    try {
-      server = await startServer(config, logger);
-      const { code } = await createInviteCode(server.db.orm.em.fork(), { uses: INVITE_USES });
-      secret(code);
-      const lines: string[] = [];
-      const result = await runConformance({ baseUrl: server.url, inviteCode: code, rateLimits: true, stripeWebhookSecret: webhookSecret, log: (line) => lines.push(line) });
-      print(`against a fresh ${server.db.description}, --rate-limits, --stripe-webhook-secret`, result, path.join(outputDir, 'conformance', 'embedded'));
-      remember(result);
-      expectConformance(result);
-      const webhook = result.coverage.operations.find((o) => o.operationId === 'stripeWebhook');
-      expect(webhook?.statuses.find((s) => s.status === 200)?.state, 'the webhook 200 (signed event)').to.equal('exercised');
-      const limited = result.coverage.operations.filter((o) => o.statuses.some((s) => s.status === 429 && s.state === 'exercised'));
-      expect(limited.length, 'operations that answered 429 to a spent credential').to.be.at.least(result.coverage.operationsTotal - 3);
-    } finally {
-      await server?.close();
-      rmSync(dataDir, { recursive: true, force: true });
-    }
-  });
+  it(
+    'a freshly started embedded server with rate limits on and billing configured conforms, 429 and the webhook 200 ' + 'included',
+    async () => {
+      const dataDir = mkdtempSync(path.join(os.tmpdir(), 'signalboard-conformance-'));
+      const webhookSecret = secret(`whsec_conformance_${randomBytes(12).toString('hex')}`);
+      const config = {
+        ...loadConfig({
+          ...process.env,
+          DATABASE_URL: '',
+          AUTH_RATE_LIMIT: '50',
+          API_RATE_LIMIT: '500',
+          // Billing on, so the webhook checks signatures; the suite sends only an event type the service
+          // ignores and never makes a subscription, so Stripe (an address nothing listens on) is never called.
+          STRIPE_SECRET_KEY: 'sk_test_conformance',
+          STRIPE_WEBHOOK_SECRET: webhookSecret,
+          STRIPE_API_URL: 'http://127.0.0.1:9',
+          STRIPE_PRICE_TIERS: '',
+        }),
+        port: 0,
+        host: '127.0.0.1',
+        dataDir,
+      };
+      const logger = pino({ level: 'info' }, pino.destination({ dest: path.join(outputDir, 'server.log'), sync: true }));
+      let server: RunningServer | undefined;
+      try {
+        server = await startServer(config, logger);
+        const { code } = await createInviteCode(server.db.orm.em.fork(), { uses: INVITE_USES });
+        secret(code);
+        const lines: string[] = [];
+        const result = await runConformance({
+          baseUrl: server.url,
+          inviteCode: code,
+          rateLimits: true,
+          stripeWebhookSecret: webhookSecret,
+          log: (line) => lines.push(line),
+        });
+        print(
+          `against a fresh ${server.db.description}, --rate-limits, --stripe-webhook-secret`,
+          result,
+          path.join(outputDir, 'conformance', 'embedded'),
+        );
+        remember(result);
+        expectConformance(result);
+        const webhook = result.coverage.operations.find((o) => o.operationId === 'stripeWebhook');
+        expect(webhook?.statuses.find((s) => s.status === 200)?.state, 'the webhook 200 (signed event)').to.equal('exercised');
+        const limited = result.coverage.operations.filter((o) => o.statuses.some((s) => s.status === 429 && s.state === 'exercised'));
+        expect(limited.length, 'operations that answered 429 to a spent credential').to.be.at.least(result.coverage.operationsTotal - 3);
+      } finally {
+        await server?.close();
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    },
+  );
 });

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { handlers } from '../server/src/handlers/index.js';
 import { Contract, contractDocument } from '../server/src/http/contract.js';
-import { http } from './support/harness.js';
+import { http } from './support/http.js';
 
 describe('the contract as served', () => {
   let contract: Contract;
@@ -9,7 +9,7 @@ describe('the contract as served', () => {
     contract = await Contract.load();
   });
 
-  it('is valid OpenAPI by openapi-backend\'s strict check, which refuses a broken document', async () => {
+  it("is valid OpenAPI by openapi-backend's strict check, which refuses a broken document", async () => {
     await Contract.checkDocument();
     const broken = structuredClone(contractDocument) as unknown as { paths: Record<string, Record<string, { responses?: unknown }>> };
     delete broken.paths['/v1/projects']!.post!.responses;
@@ -30,12 +30,18 @@ describe('the contract as served', () => {
   });
 
   it('declares a credential on every operation but the public ones', () => {
-    const publicOperations = contract.operations.filter((op) => op.isPublic).map((op) => op.operationId).sort();
+    const publicOperations = contract.operations
+      .filter((op) => op.isPublic)
+      .map((op) => op.operationId)
+      .sort();
     expect(publicOperations).to.deep.equal(['getHealth', 'getOpenApi', 'getReadiness', 'getRoot', 'login', 'signup', 'stripeWebhook']);
   });
 
   it('marks exactly logout, project deletion and API token management as session-only', () => {
-    const sessionOnly = contract.operations.filter((op) => op.sessionOnly).map((op) => op.operationId).sort();
+    const sessionOnly = contract.operations
+      .filter((op) => op.sessionOnly)
+      .map((op) => op.operationId)
+      .sort();
     expect(sessionOnly).to.deep.equal(['createApiToken', 'deleteApiToken', 'deleteProject', 'listApiTokens', 'logout']);
   });
 });

@@ -7,7 +7,8 @@ import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { chromium } from 'playwright-core';
-import { baseUrl, http, outputDir } from './support/harness.js';
+import { baseUrl, outputDir } from './support/harness.js';
+import { http } from './support/http.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
@@ -19,7 +20,9 @@ describe('the API reference page at /docs', function () {
     expect(page.status).to.equal(200);
     expect(page.headers.get('content-type')).to.equal('text/html; charset=utf-8');
     expect(page.headers.get('content-security-policy')).to.contain("script-src 'self'").and.contain("default-src 'none'");
-    expect(page.text).to.contain('/docs/redoc.standalone.js').and.not.match(/https?:\/\//);
+    expect(page.text)
+      .to.contain('/docs/redoc.standalone.js')
+      .and.not.match(/https?:\/\//);
     const bundle = await http('GET', '/docs/redoc.standalone.js');
     expect(bundle.status).to.equal(200);
     expect(bundle.headers.get('content-type')).to.contain('javascript');
@@ -34,7 +37,15 @@ describe('the API reference page at /docs', function () {
     }
     const browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     try {
       const page = await browser.newPage();

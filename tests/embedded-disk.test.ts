@@ -14,7 +14,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { expect } from 'chai';
-import { operatorInviteCode, repositoryRoot, startServiceProcess, type LogEntry, type ServiceProcess } from './support/service-process.js';
+import { send } from './support/http.js';
+import {
+  embeddedServiceEnv,
+  operatorInviteCode,
+  repositoryRoot,
+  startServiceProcess,
+  type LogEntry,
+  type ServiceProcess,
+} from './support/service-process.js';
 
 const MiB = 1024 * 1024;
 
@@ -23,24 +31,20 @@ function freeMiB(dir: string): number {
   return Math.round(((bavail * bsize) / MiB) * 10) / 10;
 }
 
-function environment(dataDir: string): NodeJS.ProcessEnv {
-  const { DATABASE_URL: _unused, ...env } = process.env;
-  return { ...env, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', AUTH_RATE_LIMIT: '0', API_RATE_LIMIT: '0',
-    BCRYPT_ROUNDS: '4' };
-}
-
 /** Starts the service and waits for it to end (a start that is refused): its exit code, its log, how long it took. */
 function runToExit(env: NodeJS.ProcessEnv): Promise<{ code: number | null; log: LogEntry[]; ms: number }> {
   const started = performance.now();
   const argv = ['--import', 'tsx', 'server/src/main.ts'];
   const child = spawn(process.execPath, argv, { cwd: repositoryRoot, env, stdio: ['ignore', 'pipe', 'ignore'] });
   const log: LogEntry[] = [];
-  createInterface({ input: child.stdout! }).on('line', (line) => log.push(JSON.parse(line) as LogEntry));
+  createInterface({ input: child.stdout }).on('line', (line) => log.push(JSON.parse(line) as LogEntry));
   const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  return new Promise((resolve) => child.once('close', (code) => {
-    clearTimeout(timer);
-    resolve({ code, log, ms: Math.round(performance.now() - started) });
-  }));
+  return new Promise((resolve) =>
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, log, ms: Math.round(performance.now() - started) });
+    }),
+  );
 }
 
 interface Timed {
@@ -50,20 +54,23 @@ interface Timed {
   retryAfter: string | null;
 }
 
-async function timed(url: string, init: RequestInit = {}): Promise<Timed> {
+/** A call with how long it took (a bearer token unless `token` is empty; a JSON body when given). */
+async function timed(origin: string, method: string, path: string, token = '', body?: unknown): Promise<Timed> {
   const started = performance.now();
-  const res = await fetch(url, { ...init, signal: AbortSignal.timeout(90_000) });
-  const text = await res.text();
-  return { status: res.status, ms: Math.round(performance.now() - started), body: text ? JSON.parse(text) : undefined,
-    retryAfter: res.headers.get('retry-after') };
+  const answer = await send(
+    origin,
+    { method, path, ...(token ? { token } : {}), ...(body === undefined ? {} : { json: body }) },
+    { timeoutMs: 90_000 },
+  );
+  return {
+    status: answer.status,
+    ms: Math.round(performance.now() - started),
+    body: answer.json,
+    retryAfter: answer.headers.get('retry-after'),
+  };
 }
 
-/** A JSON POST, with a bearer token unless `token` is empty. */
-const post = (url: string, token: string, body: unknown) => timed(url, {
-  method: 'POST',
-  headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), 'content-type': 'application/json' },
-  body: JSON.stringify(body),
-});
+const post = (origin: string, path: string, token: string, body: unknown) => timed(origin, 'POST', path, token, body);
 
 /** An event of about 8 KiB that does not compress, so the database's log grows fast. */
 function bigEvent(n: number) {
@@ -107,14 +114,15 @@ describe('the embedded database on a filling disk', function () {
 
   it('refuses to start with less free space than it needs, saying how much it found (class: a failed start naming no cause)', async () => {
     const dataDir = path.join(mount, 'data');
-    const refused = await runToExit(environment(dataDir));
+    const refused = await runToExit(embeddedServiceEnv(dataDir));
     const fatal = refused.log.find((entry) => entry.msg === 'could not start');
     const why = (fatal?.error as Error).message;
     console.log(`      32 MiB disk, ${freeMiB(mount)} MiB free: exit ${refused.code} after ${refused.ms} ms: ${why}`);
     expect(refused.code).to.equal(1);
     expect(fatal?.error).to.deep.equal({
       type: 'DataDirError',
-      message: `the embedded database needs at least 64 MiB free to start, and the data folder ${dataDir} has 31 MiB: ` +
+      message:
+        `the embedded database needs at least 64 MiB free to start, and the data folder ${dataDir} has 31 MiB: ` +
         'free some space on its disk, or set DATA_DIR to a folder on a larger one',
     });
   });
@@ -122,18 +130,18 @@ describe('the embedded database on a filling disk', function () {
   it('no room for a log segment: 503 at once, /healthz 503, SIGTERM exits, restarts with room (class: wedged on a full disk)', async () => {
     execFileSync('mount', ['-o', 'remount,size=160m', mount]);
     const dataDir = path.join(mount, 'data');
-    const env = environment(dataDir);
+    const env = embeddedServiceEnv(dataDir);
     service = await startServiceProcess(env);
     const base = service.url;
     console.log(`      160 MiB disk: started, ${freeMiB(mount)} MiB free`);
 
     const invite = await operatorInviteCode(env, 1);
     const account = { username: 'disk_ada', email: 'ada@example.com', password: 'disk-pass-1', invite };
-    const signup = await post(`${base}/v1/auth/signup`, '', account);
+    const signup = await post(base, '/v1/auth/signup', '', account);
     expect(signup.status).to.equal(201);
     const token = signup.body.data.token as string;
-    expect((await post(`${base}/v1/projects`, token, { name: 'Disk', namespace: 'disk' })).status).to.equal(201);
-    const publish = `${base}/v1/projects/disk/feeds/general/events`;
+    expect((await post(base, '/v1/projects', token, { name: 'Disk', namespace: 'disk' })).status).to.equal(201);
+    const publish = '/v1/projects/disk/feeds/general/events';
 
     // Leaves 20 MiB: more than the table needs while the current 16 MiB segment fills, less than a new segment and the table.
     const filler = path.join(mount, 'filler');
@@ -144,19 +152,22 @@ describe('the embedded database on a filling disk', function () {
     const times: number[] = [];
     let refused: Timed | undefined;
     for (let n = 0; n < 20_000 && !refused; n++) {
-      const answer = await post(publish, token, bigEvent(n));
+      const answer = await post(base, publish, token, bigEvent(n));
       if (answer.status === 201) times.push(answer.ms);
       else refused = answer;
     }
     const acknowledged = times.length;
     times.sort((a, b) => a - b);
-    console.log(`      filling: ${acknowledged} events acknowledged (201), median ${times[acknowledged >> 1]} ms, ` +
-      `slowest ${times.at(-1)} ms; then ${freeMiB(mount)} MiB free`);
+    console.log(
+      `      filling: ${acknowledged} events acknowledged (201), median ${times[acknowledged >> 1]} ms, ` +
+        `slowest ${times.at(-1)} ms; then ${freeMiB(mount)} MiB free`,
+    );
     expect(refused, 'no event was refused').to.not.equal(undefined);
     console.log(`      full: the refused event: ${refused!.status} in ${refused!.ms} ms, ${JSON.stringify(refused!.body)}`);
     expect(refused!.status).to.equal(503);
     expect(refused!.body).to.deep.equal({
-      success: false, error: { code: 'unavailable', message: 'The database could not serve this request now; retry later.' },
+      success: false,
+      error: { code: 'unavailable', message: 'The database could not serve this request now; retry later.' },
     });
 
     const stuck = {
@@ -164,16 +175,23 @@ describe('the embedded database on a filling disk', function () {
       body: { success: false, error: { code: 'unavailable', message: 'The database could not serve this request now; retry later.' } },
       retryAfter: '5',
     };
-    const dead = { status: 503, body: {
-      success: false, error: { code: 'unavailable', message: 'The embedded database has stopped; the service needs a restart.' },
-    }, retryAfter: null };
+    const dead = {
+      status: 503,
+      body: {
+        success: false,
+        error: { code: 'unavailable', message: 'The embedded database has stopped; the service needs a restart.' },
+      },
+      retryAfter: null,
+    };
     const probe = async (stage: string) => {
-      const next = await post(publish, token, bigEvent(-1));
-      const read = await timed(`${base}/v1/projects/disk/events?limit=1`, { headers: { authorization: `Bearer ${token}` } });
-      const readyz = await timed(`${base}/readyz`);
-      const healthz = await timed(`${base}/healthz`);
-      console.log(`      ${stage}: publish ${next.status} in ${next.ms} ms, read ${read.status} in ${read.ms} ms, ` +
-        `/readyz ${readyz.status} in ${readyz.ms} ms, /healthz ${healthz.status} in ${healthz.ms} ms`);
+      const next = await post(base, publish, token, bigEvent(-1));
+      const read = await timed(base, 'GET', '/v1/projects/disk/events?limit=1', token);
+      const readyz = await timed(base, 'GET', '/readyz');
+      const healthz = await timed(base, 'GET', '/healthz');
+      console.log(
+        `      ${stage}: publish ${next.status} in ${next.ms} ms, read ${read.status} in ${read.ms} ms, ` +
+          `/readyz ${readyz.status} in ${readyz.ms} ms, /healthz ${healthz.status} in ${healthz.ms} ms`,
+      );
       for (const answer of [next, read, readyz]) {
         expect({ status: answer.status, body: answer.body, retryAfter: answer.retryAfter }).to.deep.equal(stuck);
         expect(answer.ms).to.be.below(1_000);
@@ -182,7 +200,7 @@ describe('the embedded database on a filling disk', function () {
     };
     await probe('full');
     const stopped = await service.waitForLog((entry) => entry.msg?.startsWith('the embedded database has stopped') === true, 5_000);
-    console.log(`      logged: ${stopped.reason}`);
+    console.log(`      logged: ${String(stopped.reason)}`);
     expect(stopped.reason).to.match(/^PANIC 53100: could not write to file "pg_wal\/xlogtemp\.\d+": No space left on device$/);
 
     rmSync(filler);
@@ -201,7 +219,8 @@ describe('the embedded database on a filling disk', function () {
     expect(early.code).to.equal(1);
     expect(fatal?.error).to.deep.equal({
       type: 'DataDirError',
-      message: `the embedded database needs at least 64 MiB free to start, and the data folder ${dataDir} has ${free} MiB: ` +
+      message:
+        `the embedded database needs at least 64 MiB free to start, and the data folder ${dataDir} has ${free} MiB: ` +
         'free some space on its disk, or set DATA_DIR to a folder on a larger one',
     });
 
@@ -210,22 +229,26 @@ describe('the embedded database on a filling disk', function () {
     service = await startServiceProcess(env);
     console.log(`      restart with ${freeMiB(mount)} MiB free: listening after ${Math.round(performance.now() - restartedAt)} ms`);
     const again = service.url;
-    expect((await timed(`${again}/healthz`)).status).to.equal(200);
-    expect((await timed(`${again}/readyz`)).status).to.equal(200);
-    const login = await post(`${again}/v1/auth/login`, '', { login: 'disk_ada', password: 'disk-pass-1' });
+    expect((await timed(again, 'GET', '/healthz')).status).to.equal(200);
+    expect((await timed(again, 'GET', '/readyz')).status).to.equal(200);
+    const login = await post(again, '/v1/auth/login', '', { login: 'disk_ada', password: 'disk-pass-1' });
     expect(login.status).to.equal(201);
     const fresh = login.body.data.token as string;
     let kept = 0;
     for (let cursor: string | null = null, first = true; first || cursor; first = false) {
-      const page: Timed = await timed(`${again}/v1/projects/disk/events?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
-        { headers: { authorization: `Bearer ${fresh}` } });
+      const page: Timed = await timed(
+        again,
+        'GET',
+        `/v1/projects/disk/events?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+        fresh,
+      );
       expect(page.status).to.equal(200);
       kept += page.body.data.items.length;
       cursor = page.body.data.next_cursor;
     }
     console.log(`      after the restart: ${kept} events kept of ${acknowledged} acknowledged; ${freeMiB(mount)} MiB free`);
     expect(kept).to.equal(acknowledged);
-    expect((await post(`${again}/v1/projects/disk/feeds/general/events`, fresh, { event: 'after' })).status).to.equal(201);
+    expect((await post(again, publish, fresh, { event: 'after' })).status).to.equal(201);
     expect((await stop(service)).code).to.equal(0);
   });
 });

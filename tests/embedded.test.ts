@@ -6,7 +6,16 @@
  */
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import {
-  chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync,
+  chmodSync,
+  chownSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  writeFileSync,
 } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -37,7 +46,7 @@ async function startService(dataDir: string): Promise<Service> {
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('the service did not start within 60 s')), 60_000);
     child.once('exit', (code) => reject(new Error(`the service exited with ${code} before listening`)));
-    createInterface({ input: child.stdout! }).on('line', (line) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
       const entry = JSON.parse(line) as { msg?: string; url?: string };
       if (entry.msg === 'listening') {
         clearTimeout(timer);
@@ -91,12 +100,21 @@ function listening(pid: number): { tcp: number[]; unix: string[] } {
     const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
     if (inode) inodes.add(inode);
   }
-  const rows = (file: string) => readFileSync(file, 'utf8').trim().split('\n').slice(1).map((line) => line.trim().split(/\s+/));
+  const rows = (file: string) =>
+    readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((line) => line.trim().split(/\s+/));
   // tcp: local_address (hex ip:port) is field 1, st (0A: LISTEN) field 3, inode field 9.
-  const tcp = ['tcp', 'tcp6'].flatMap((file) => rows(`/proc/${pid}/net/${file}`))
-    .filter((f) => f[3] === '0A' && inodes.has(f[9]!)).map((f) => parseInt(f[1]!.split(':')[1]!, 16));
+  const tcp = ['tcp', 'tcp6']
+    .flatMap((file) => rows(`/proc/${pid}/net/${file}`))
+    .filter((f) => f[3] === '0A' && inodes.has(f[9]!))
+    .map((f) => parseInt(f[1]!.split(':')[1]!, 16));
   // unix: flags field 3 (00010000: accepts connections, so listening), inode field 6, path field 7.
-  const unix = rows(`/proc/${pid}/net/unix`).filter((f) => f[3] === '00010000' && inodes.has(f[6]!) && f[7]).map((f) => f[7]!);
+  const unix = rows(`/proc/${pid}/net/unix`)
+    .filter((f) => f[3] === '00010000' && inodes.has(f[6]!) && f[7])
+    .map((f) => f[7]!);
   return { tcp, unix };
 }
 
@@ -211,12 +229,16 @@ describe('the embedded database (no DATABASE_URL)', function () {
     try {
       chownSync(theirs, 65534, 65534);
       const refused = await run(MAIN, [], theirs);
-      const fatal = refused.stdout.trim().split('\n').map((line) => JSON.parse(line) as { msg?: string; error?: unknown })
+      const fatal = refused.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { msg?: string; error?: unknown })
         .find((entry) => entry.msg === 'could not start');
       expect(refused.status).to.equal(1);
       expect(fatal?.error).to.deep.equal({
         type: 'DataDirError',
-        message: `the data folder ${theirs} belongs to user 65534, but this process runs as user 0: run it as user 65534, ` +
+        message:
+          `the data folder ${theirs} belongs to user 65534, but this process runs as user 0: run it as user 65534, ` +
           'or give the folder to user 0 (chown)',
       });
       expect(readdirSync(theirs)).to.deep.equal([]);
@@ -276,8 +298,11 @@ describe('the embedded database in process', () => {
       console.log('      skipped: this run uses PostgreSQL');
       return this.skip();
     }
-    const { connection } = db.orm.config.get('driverOptions') as { connection: pg.ClientConfig };
-    const refused = await new pg.Client(connection).connect().then(() => undefined, (err: unknown) => err);
+    const { connection } = db.orm.config.get<'driverOptions', { connection: pg.ClientConfig }>('driverOptions');
+    const refused = await new pg.Client(connection).connect().then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     expect(refused).to.include({ severity: 'FATAL', code: '53300', message: 'the embedded database takes one connection at a time' });
     expect(await sql('select 1 as one')).to.deep.equal([{ one: 1 }]);
   });

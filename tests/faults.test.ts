@@ -15,10 +15,14 @@
  */
 import { expect } from 'chai';
 import pg from 'pg';
-import { createInviteCode } from '../server/src/domain/invite-codes.js';
 import type { RunningServer } from '../server/src/server.js';
-import { secret } from './support/harness.js';
-import { callService as call, startServiceOnOwnCluster, type ClusterAnswer as Answer, type ServiceOnCluster } from './support/own-cluster.js';
+import { signUpOn } from './support/accounts.js';
+import {
+  callService as call,
+  startServiceOnOwnCluster,
+  type ClusterAnswer as Answer,
+  type ServiceOnCluster,
+} from './support/own-cluster.js';
 import type { PgCluster } from './support/pg-cluster.js';
 
 describe('faults: the database goes down and comes back', function () {
@@ -45,12 +49,7 @@ describe('faults: the database goes down and comes back', function () {
 
   it('commits data, answers 503 unavailable within 5 s while the database is down, and serves again when it is back', async () => {
     // Data committed before the outage.
-    const { code } = await createInviteCode(server.db.orm.em.fork(), { uses: 5 });
-    secret(code);
-    const account = { username: 'faulty', email: 'faulty@example.com', password: secret('faulty-password'), invite: code };
-    const signup = await call(base, 'POST', '/v1/auth/signup', undefined, account);
-    expect(signup.status, JSON.stringify(signup.json)).to.equal(201);
-    token = secret(signup.json.data.token as string);
+    ({ token } = await signUpOn(server, { username: 'faulty', password: 'faulty-password' }));
     namespace = 'outage-proof';
     expect((await call(base, 'POST', '/v1/projects', token, { namespace, name: 'Outage proof' })).status).to.equal(201);
     for (let i = 0; i < 20; i++) {
@@ -84,13 +83,14 @@ describe('faults: the database goes down and comes back', function () {
     for (let round = 0; round < 3; round++) {
       const send = ([method, p, body]: [string, string, unknown?]) =>
         call(base, method, p, p.startsWith('/v1/auth/login') ? undefined : token, body).then((a) => ({ method, p, a }));
-      const answers = round === 2
-        ? await Promise.all(needsDatabase.flatMap((r) => [r, r]).map(send))
-        : await (async () => {
-          const out = [];
-          for (const request of needsDatabase) out.push(await send(request));
-          return out;
-        })();
+      const answers =
+        round === 2
+          ? await Promise.all(needsDatabase.flatMap((r) => [r, r]).map(send))
+          : await (async () => {
+              const out = [];
+              for (const request of needsDatabase) out.push(await send(request));
+              return out;
+            })();
       for (const { method, p, a } of answers) {
         seen.push(`${method} ${p} ${a.status}`);
         if (a.ms > longest) [longest, longestRequest] = [a.ms, `${method} ${p}`];
@@ -103,8 +103,10 @@ describe('faults: the database goes down and comes back', function () {
     // What needs no database still answers.
     expect((await call(base, 'GET', '/healthz')).status).to.equal(200);
     expect((await call(base, 'GET', '/v1')).status).to.equal(200);
-    console.log(`      outage: ${seen.length} requests over ${Math.round(performance.now() - outageStarted)} ms, all 503 unavailable; `
-      + `longest ${Math.round(longest)} ms (${longestRequest})`);
+    console.log(
+      `      outage: ${seen.length} requests over ${Math.round(performance.now() - outageStarted)} ms, all 503 unavailable; ` +
+        `longest ${Math.round(longest)} ms (${longestRequest})`,
+    );
     expect(longest, `the longest answer while the database was down (${longestRequest})`).to.be.below(5_000);
 
     // The database comes back; the service recovers by itself.
@@ -136,8 +138,9 @@ describe('faults: the database goes down and comes back', function () {
     const direct = new pg.Client({ connectionString: cluster.url('signalboard') });
     await direct.connect();
     try {
-      const { rows } = await direct.query<{ n: number }>('select count(*)::int as n from insights where id = any($1::uuid[])',
-        [insightIds]);
+      const { rows } = await direct.query<{ n: number }>('select count(*)::int as n from insights where id = any($1::uuid[])', [
+        insightIds,
+      ]);
       expect(rows[0]!.n).to.equal(insightIds.length);
       // The write refused during the outage did not half-happen.
       const during = await direct.query<{ n: number }>(`select count(*)::int as n from insights where title = 'during the outage'`);
@@ -161,17 +164,20 @@ describe('faults: the database goes down and comes back', function () {
       for (let i = 0; i < 250 && waiting.length === 0; i++) {
         await new Promise((resolve) => setTimeout(resolve, 20));
         const { rows } = await holder.query<{ pid: number }>(
-          `select pid from pg_stat_activity where datname = 'signalboard' and wait_event_type = 'Lock'`);
+          `select pid from pg_stat_activity where datname = 'signalboard' and wait_event_type = 'Lock'`,
+        );
         waiting = rows.map((row) => row.pid);
       }
       expect(waiting, 'the write waits inside its transaction').to.have.length(1);
       await cluster.psql(`select pg_terminate_backend(${waiting[0]})`);
       const answer = await write;
-      console.log(`      backend of an open transaction killed: ${answer.status} ${answer.json?.error?.code}, `
-        + `Retry-After ${answer.retryAfter}`);
+      console.log(
+        `      backend of an open transaction killed: ${answer.status} ${answer.json?.error?.code}, ` +
+          `Retry-After ${answer.headers.get('retry-after')}`,
+      );
       expect(answer.status, JSON.stringify(answer.json)).to.equal(503);
       expect(answer.json.error.code).to.equal('unavailable');
-      expect(Number(answer.retryAfter)).to.be.within(1, 60);
+      expect(Number(answer.headers.get('retry-after'))).to.be.within(1, 60);
     } finally {
       await holder.query('rollback');
       await holder.end();

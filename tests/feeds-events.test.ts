@@ -5,23 +5,10 @@
  */
 import { expect } from 'chai';
 import { publish, SignalboardError } from '../sdk/src/index.js';
-import { baseUrl, signUp, sql, type TestUser } from './support/harness.js';
-import {
-  activityRows,
-  addMember,
-  apiToken,
-  call,
-  count,
-  createProject,
-  expectData,
-  expectError,
-  expectInvalid,
-  expectNoContent,
-  ISO,
-  projectPath,
-  UUID7,
-  walk,
-} from './support/projects.js';
+import { baseUrl, count, sql } from './support/harness.js';
+import { apiToken, signUp, type TestUser } from './support/accounts.js';
+import { call, expectData, expectError, expectInvalid, expectNoContent, ISO_UTC, UUID7, walk } from './support/http.js';
+import { activityRows, addMember, createProject, projectPath } from './support/projects.js';
 
 function feedsPath(namespace: string, feed = ''): string {
   return projectPath(namespace, `/feeds${feed ? `/${feed}` : ''}`);
@@ -62,7 +49,10 @@ describe('feeds', () => {
   it('creates a feed (201, exact shape, activity feed.created) and lists it newest first', async () => {
     const project = await createProject(owner.token);
     await addMember(owner.token, project.namespace, mate);
-    const feed = expectData(await call('POST', feedsPath(project.namespace), mate.token, { name: 'signups', description: 'New accounts', emoji: '🎉' }), 201);
+    const feed = expectData(
+      await call('POST', feedsPath(project.namespace), mate.token, { name: 'signups', description: 'New accounts', emoji: '🎉' }),
+      201,
+    );
     expect(feed).to.deep.equal({ id: feed.id, name: 'signups', description: 'New accounts', emoji: '🎉', type: 0 });
     expect(feed.id).to.match(UUID7);
     const bare = expectData(await call('POST', feedsPath(project.namespace), owner.token, { name: 'p-9' }), 201);
@@ -97,10 +87,18 @@ describe('feeds', () => {
       expectInvalid(await call('POST', feedsPath(project.namespace), owner.token, { name }), '/body/name', JSON.stringify(name));
     }
     expectInvalid(await call('POST', feedsPath(project.namespace), owner.token, {}), '/body/name', 'no name');
-    expectInvalid(await call('POST', feedsPath(project.namespace), owner.token, { name: 'ok', description: 'd'.repeat(501) }), '/body/description');
+    expectInvalid(
+      await call('POST', feedsPath(project.namespace), owner.token, { name: 'ok', description: 'd'.repeat(501) }),
+      '/body/description',
+    );
     expectInvalid(await call('POST', feedsPath(project.namespace), owner.token, { name: 'ok', emoji: 'e'.repeat(33) }), '/body/emoji');
     expectInvalid(await call('POST', feedsPath(project.namespace), owner.token, { name: 'ok', type: 1 }), '/body/type');
-    expectError(await call('POST', feedsPath(project.namespace), owner.token, { name: 'ok', colour: 'red' }), 400, 'invalid_request', 'unknown field');
+    expectError(
+      await call('POST', feedsPath(project.namespace), owner.token, { name: 'ok', colour: 'red' }),
+      400,
+      'invalid_request',
+      'unknown field',
+    );
     expectInvalid(await call('PATCH', feedsPath(project.namespace, 'general'), owner.token, { name: 'Bad' }), '/body/name');
     // 40 characters is the longest name; a one-character name is fine.
     expectData(await call('POST', feedsPath(project.namespace), owner.token, { name: 'a'.repeat(40) }), 201);
@@ -112,11 +110,15 @@ describe('feeds', () => {
     const project = await createProject(owner.token);
     await addMember(owner.token, project.namespace, mate);
     const feed = expectData(await call('POST', feedsPath(project.namespace), owner.token, { name: 'payments' }), 201);
-    const renamed = expectData(await call('PATCH', feedsPath(project.namespace, 'payments'), mate.token, { name: 'billing', description: 'Money', emoji: '💸' }));
+    const renamed = expectData(
+      await call('PATCH', feedsPath(project.namespace, 'payments'), mate.token, { name: 'billing', description: 'Money', emoji: '💸' }),
+    );
     expect(renamed).to.deep.equal({ id: feed.id, name: 'billing', description: 'Money', emoji: '💸', type: 0 });
     // The old name is gone, the new one answers.
     expectError(await call('PATCH', feedsPath(project.namespace, 'payments'), owner.token, { description: 'x' }), 404, 'not_found');
-    const changed = expectData(await call('PATCH', feedsPath(project.namespace, 'billing'), owner.token, { description: 'Payments', emoji: '💶' }));
+    const changed = expectData(
+      await call('PATCH', feedsPath(project.namespace, 'billing'), owner.token, { description: 'Payments', emoji: '💶' }),
+    );
     expect(changed).to.deep.equal({ id: feed.id, name: 'billing', description: 'Payments', emoji: '💶', type: 0 });
     // The same values again change nothing and write no activity.
     expectData(await call('PATCH', feedsPath(project.namespace, 'billing'), owner.token, { name: 'billing', emoji: '💶' }));
@@ -133,12 +135,18 @@ describe('feeds', () => {
 
   it('clears description and emoji with null (create, update and publish)', async () => {
     const project = await createProject(owner.token);
-    const feed = expectData(await call('POST', feedsPath(project.namespace), owner.token, { name: 'n', description: null, emoji: null }), 201);
+    const feed = expectData(
+      await call('POST', feedsPath(project.namespace), owner.token, { name: 'n', description: null, emoji: null }),
+      201,
+    );
     expect(feed).to.deep.equal({ id: feed.id, name: 'n', description: null, emoji: null, type: 0 });
     expectData(await call('PATCH', feedsPath(project.namespace, 'n'), owner.token, { description: 'd', emoji: '🎉' }));
     const cleared = expectData(await call('PATCH', feedsPath(project.namespace, 'n'), owner.token, { description: null, emoji: null }));
     expect(cleared).to.deep.equal({ id: feed.id, name: 'n', description: null, emoji: null, type: 0 });
-    const event = expectData(await call('POST', eventsPath(project.namespace, 'n'), owner.token, { event: 'x', description: null, emoji: null }), 201);
+    const event = expectData(
+      await call('POST', eventsPath(project.namespace, 'n'), owner.token, { event: 'x', description: null, emoji: null }),
+      201,
+    );
     expect([event.description, event.emoji]).to.deep.equal([null, null]);
   });
 
@@ -156,7 +164,12 @@ describe('feeds', () => {
     const deleted = (await activityRows(project.id)).filter((a) => a.type === 'feed.deleted');
     expect(deleted.map((a) => ({ actor: a.actor_id, data: a.data }))).to.deep.equal([{ actor: owner.id, data: { feed: 'doomed' } }]);
     expectError(await call('DELETE', feedsPath(project.namespace, 'doomed'), owner.token), 404, 'not_found', 'deleted twice');
-    expectError(await call('POST', eventsPath(project.namespace, 'doomed'), key, { event: 'late' }), 404, 'not_found', 'publish to a deleted feed');
+    expectError(
+      await call('POST', eventsPath(project.namespace, 'doomed'), key, { event: 'late' }),
+      404,
+      'not_found',
+      'publish to a deleted feed',
+    );
   });
 
   it('refuses to delete the last feed (409 last_feed); it stays, with its events', async () => {
@@ -177,7 +190,11 @@ describe('feeds', () => {
         call('DELETE', feedsPath(project.namespace, 'second'), owner.token),
       ]);
       expect(answers.map((a) => a.status).sort(), answers.map((a) => a.text).join(' | ')).to.deep.equal([204, 409]);
-      expectError(answers.find((a) => a.status === 409)!, 409, 'last_feed');
+      expectError(
+        answers.find((a) => a.status === 409)!,
+        409,
+        'last_feed',
+      );
       const left = await feedNames(project.id);
       expect(left).to.have.length(1);
       expect((await activityRows(project.id)).filter((a) => a.type === 'feed.deleted')).to.have.length(1);
@@ -231,42 +248,69 @@ describe('events', () => {
       created_at: event.created_at,
     });
     expect(event.id).to.match(UUID7);
-    expect(event.created_at).to.match(ISO);
+    expect(event.created_at).to.match(ISO_UTC);
     expect(Date.parse(event.created_at)).to.be.within(before - 1000, Date.now() + 1000);
 
-    const rows = await sql<Record<string, any>>('select e.project_id, f.name as feed, e.event, e.description, e.emoji, e.tags, e.timestamp from events e join feeds f on f.id = e.feed_id where e.id = ?', [event.id]);
+    const rows = await sql<Record<string, any>>(
+      'select e.project_id, f.name as feed, e.event, e.description, e.emoji, e.tags, e.timestamp from events e join feeds f on f.id = ' +
+        'e.feed_id where e.id = ?',
+      [event.id],
+    );
     expect(rows).to.have.length(1);
     const row = rows[0]!;
     expect(row.project_id).to.equal(project.id);
     expect(row.feed).to.equal('general');
     expect([row.event, row.description, row.emoji]).to.deep.equal(['New signup', 'ada@example.com signed up', '🎉']);
-    expect(typeof row.tags === 'string' ? JSON.parse(row.tags) : row.tags).to.deep.equal({ plan: 'pro', seats: 3, trial: false, 'utm-source': 'newsletter' });
+    expect(typeof row.tags === 'string' ? JSON.parse(row.tags) : row.tags).to.deep.equal({
+      plan: 'pro',
+      seats: 3,
+      trial: false,
+      'utm-source': 'newsletter',
+    });
     expect(new Date(row.timestamp).toISOString()).to.equal('2024-01-02T03:04:05.678Z');
   });
 
   it('publishes the bare minimum: no description, emoji or tags, timestamp the time of publication', async () => {
     const project = await createProject(owner.token);
     const event = expectData(await call('POST', eventsPath(project.namespace, 'general'), key, { event: 'x' }), 201);
-    expect(event).to.deep.equal({ id: event.id, feed: 'general', event: 'x', description: null, emoji: null, tags: {}, timestamp: event.created_at, created_at: event.created_at });
+    expect(event).to.deep.equal({
+      id: event.id,
+      feed: 'general',
+      event: 'x',
+      description: null,
+      emoji: null,
+      tags: {},
+      timestamp: event.created_at,
+      created_at: event.created_at,
+    });
   });
 
   it('the SDK publishes: answers the Event, and throws a SignalboardError with status, code and message', async () => {
     const project = await createProject(owner.token);
-    const event = await publish({ baseUrl: baseUrl(), token: key }, { namespace: project.namespace, feed: 'general', event: 'From the SDK', tags: { n: 1 } });
+    const event = await publish(
+      { baseUrl: baseUrl(), token: key },
+      { namespace: project.namespace, feed: 'general', event: 'From the SDK', tags: { n: 1 } },
+    );
     expect(event).to.deep.include({ feed: 'general', event: 'From the SDK', tags: { n: 1 }, description: null, emoji: null });
     const [row] = await sql('select event from events where id = ?', [event.id]);
     expect(row).to.deep.equal({ event: 'From the SDK' });
 
-    const refusal = await publish({ baseUrl: baseUrl(), token: key }, { namespace: project.namespace, feed: 'general', event: '' }).catch((e: unknown) => e);
+    const refusal = await publish({ baseUrl: baseUrl(), token: key }, { namespace: project.namespace, feed: 'general', event: '' }).catch(
+      (e: unknown) => e,
+    );
     expect(refusal).to.be.instanceOf(SignalboardError);
     const error = refusal as SignalboardError;
     expect([error.status, error.code]).to.deep.equal([400, 'invalid_request']);
     expect(error.message).to.be.a('string').and.not.equal('');
     expect(error.details?.map((d) => d.path)).to.include('/body/event');
 
-    const missing = (await publish({ baseUrl: baseUrl(), token: key }, { namespace: project.namespace, feed: 'nope', event: 'x' }).catch((e: unknown) => e)) as SignalboardError;
+    const missing = (await publish({ baseUrl: baseUrl(), token: key }, { namespace: project.namespace, feed: 'nope', event: 'x' }).catch(
+      (e: unknown) => e,
+    )) as SignalboardError;
     expect([missing.status, missing.code]).to.deep.equal([404, 'not_found']);
-    const anonymous = (await publish({ baseUrl: baseUrl() }, { namespace: project.namespace, feed: 'general', event: 'x' }).catch((e: unknown) => e)) as SignalboardError;
+    const anonymous = (await publish({ baseUrl: baseUrl() }, { namespace: project.namespace, feed: 'general', event: 'x' }).catch(
+      (e: unknown) => e,
+    )) as SignalboardError;
     expect([anonymous.status, anonymous.code]).to.deep.equal([401, 'unauthenticated']);
     expect(await eventCount(project.id)).to.equal(1);
   });
@@ -313,7 +357,15 @@ describe('events', () => {
     const project = await createProject(owner.token);
     const ids: string[] = [];
     for (let i = 0; i < 25; i++) {
-      ids.push(expectData(await call('POST', eventsPath(project.namespace, 'general'), key, { event: `e${i}`, tags: { parity: i % 2 === 0 ? 'even' : 'odd' } }), 201).id);
+      ids.push(
+        expectData(
+          await call('POST', eventsPath(project.namespace, 'general'), key, {
+            event: `e${i}`,
+            tags: { parity: i % 2 === 0 ? 'even' : 'odd' },
+          }),
+          201,
+        ).id,
+      );
     }
     const { items, pages } = await walk(key, projectPath(project.namespace, '/events'), 10);
     expect(pages).to.deep.equal([10, 10, 5]);
@@ -366,16 +418,19 @@ describe('events', () => {
       });
     }
 
-    it('accepts each limit exactly: 200 characters, 4000, 20 tags, a 32-character key, a 200-character value, a 32-character emoji', async () => {
-      const tags: Record<string, unknown> = Object.fromEntries(Array.from({ length: 18 }, (_, i) => [`k${i}`, i % 3 === 0 ? true : i]));
-      tags['k'.repeat(32)] = 'v'.repeat(200);
-      tags['a-1'] = -1.25;
-      const body = { event: 'e'.repeat(200), description: 'd'.repeat(4000), emoji: 'x'.repeat(32), tags };
-      const event = expectData(await call('POST', eventsPath(project.namespace, 'general'), key, body), 201);
-      expect(event).to.deep.include(body);
-      expect(await eventCount(project.id)).to.equal(1);
-      await sql('delete from events where project_id = ?', [project.id]);
-    });
+    it(
+      'accepts each limit exactly: 200 characters, 4000, 20 tags, a 32-character key, a 200-character value, a 32-character ' + 'emoji',
+      async () => {
+        const tags: Record<string, unknown> = Object.fromEntries(Array.from({ length: 18 }, (_, i) => [`k${i}`, i % 3 === 0 ? true : i]));
+        tags['k'.repeat(32)] = 'v'.repeat(200);
+        tags['a-1'] = -1.25;
+        const body = { event: 'e'.repeat(200), description: 'd'.repeat(4000), emoji: 'x'.repeat(32), tags };
+        const event = expectData(await call('POST', eventsPath(project.namespace, 'general'), key, body), 201);
+        expect(event).to.deep.include(body);
+        expect(await eventCount(project.id)).to.equal(1);
+        await sql('delete from events where project_id = ?', [project.id]);
+      },
+    );
   });
 
   it('answers 404 for an unknown feed and stores nothing', async () => {

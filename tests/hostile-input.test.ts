@@ -11,9 +11,11 @@
  * The database is compared whole before and after each case (the fuzzer's snapshot).
  */
 import { expect } from 'chai';
-import { database, http, inviteCode, signUp, uniqueName, type TestUser } from './support/harness.js';
+import { baseUrl, database } from './support/harness.js';
+import { inviteCode, signUp, uniqueName, type TestUser } from './support/accounts.js';
+import { expectData, expectError, send, type Answer } from './support/http.js';
+import { createProject, projectPath } from './support/projects.js';
 import { Snapshotter } from './support/fuzz.js';
-import { createProject, expectData, expectError, projectPath, type Answer } from './support/projects.js';
 
 const MAX_DETAILS = 20;
 const NUL = 'must not contain NUL characters';
@@ -22,9 +24,12 @@ const TOO_LARGE = 'is a number too large to hold';
 
 /** A raw JSON text body (so that `1e309` and lone surrogates reach the server as written). */
 function raw(method: string, path: string, token: string | undefined, body?: string): Promise<Answer> {
-  const headers: Record<string, string> = token ? { Authorization: `Bearer ${token}` } : {};
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
-  return http(method, path, { headers, ...(body === undefined ? {} : { body }) });
+  return send(baseUrl(), {
+    method,
+    path,
+    ...(token ? { token } : {}),
+    ...(body === undefined ? {} : { raw: { body, contentType: 'application/json' } }),
+  });
 }
 
 /** A 400 whose details are exactly `details`. */
@@ -53,14 +58,14 @@ describe('hostile input: refused with 400 before it reaches the database or cost
   let snapshot: Snapshotter;
   let baseline: Map<string, string>;
   /** As the project's owner. */
-  const send = (method: string, path: string, body?: string) => raw(method, path, owner.token, body);
-  const publish = (body: string) => send('POST', projectPath(namespace, '/feeds/main/events'), body);
+  const asOwner = (method: string, path: string, body?: string) => raw(method, path, owner.token, body);
+  const publish = (body: string) => asOwner('POST', projectPath(namespace, '/feeds/main/events'), body);
 
   before(async () => {
     owner = await signUp();
     const wanted = uniqueName('hostile').replace(/_/g, '-').toLowerCase();
     namespace = (await createProject(owner.token, { name: 'Hostile', namespace: wanted })).namespace;
-    expectData(await send('POST', projectPath(namespace, '/feeds'), JSON.stringify({ name: 'main' })), 201);
+    expectData(await asOwner('POST', projectPath(namespace, '/feeds'), JSON.stringify({ name: 'main' })), 201);
     snapshot = new Snapshotter(database());
   });
 
@@ -89,14 +94,14 @@ describe('hostile input: refused with 400 before it reaches the database or cost
     });
 
     it('project create and update: NUL and lone surrogates in the name', async () => {
-      expectRefused(await send('POST', '/v1/projects', JSON.stringify({ name: 'a\u0000b', namespace: 'nul-project' })), [
+      expectRefused(await asOwner('POST', '/v1/projects', JSON.stringify({ name: 'a\u0000b', namespace: 'nul-project' })), [
         { path: '/body/name', message: NUL },
       ]);
-      expectRefused(await send('POST', '/v1/projects', '{"name":"x\\udfff","namespace":"surrogate-project"}'), [
+      expectRefused(await asOwner('POST', '/v1/projects', '{"name":"x\\udfff","namespace":"surrogate-project"}'), [
         { path: '/body/name', message: SURROGATE },
       ]);
-      expectRefused(await send('PATCH', projectPath(namespace), '{"name":"\\ud83d"}'), [{ path: '/body/name', message: SURROGATE }]);
-      expectRefused(await send('PATCH', projectPath(namespace), '{"name":"\\u0000"}'), [{ path: '/body/name', message: NUL }]);
+      expectRefused(await asOwner('PATCH', projectPath(namespace), '{"name":"\\ud83d"}'), [{ path: '/body/name', message: SURROGATE }]);
+      expectRefused(await asOwner('PATCH', projectPath(namespace), '{"name":"\\u0000"}'), [{ path: '/body/name', message: NUL }]);
     });
 
     it('a field name with NUL, even one the contract leaves open (event tags)', async () => {
@@ -106,8 +111,8 @@ describe('hostile input: refused with 400 before it reaches the database or cost
     });
 
     it('in the query and the path alike', async () => {
-      expectRefused(await send('GET', `${projectPath(namespace, '/events')}?tag=a%00b`), [{ path: '/query/tag', message: NUL }]);
-      expectRefused(await send('PATCH', projectPath(namespace, '/feeds/ma%00in'), JSON.stringify({ name: 'other' })), [
+      expectRefused(await asOwner('GET', `${projectPath(namespace, '/events')}?tag=a%00b`), [{ path: '/query/tag', message: NUL }]);
+      expectRefused(await asOwner('PATCH', projectPath(namespace, '/feeds/ma%00in'), JSON.stringify({ name: 'other' })), [
         { path: '/path/feed', message: NUL },
       ]);
     });
@@ -116,10 +121,10 @@ describe('hostile input: refused with 400 before it reaches the database or cost
   describe('numbers JSON can spell but JavaScript cannot hold', () => {
     it('insight create and update, event tags: 1e309 and its kin are refused, not stored as null', async () => {
       const insights = projectPath(namespace, '/insights');
-      expectRefused(await send('POST', insights, '{"title":"huge","value":1e309}'), [{ path: '/body/value', message: TOO_LARGE }]);
-      const insight = expectData(await send('POST', insights, '{"title":"small","value":1}'), 201);
+      expectRefused(await asOwner('POST', insights, '{"title":"huge","value":1e309}'), [{ path: '/body/value', message: TOO_LARGE }]);
+      const insight = expectData(await asOwner('POST', insights, '{"title":"small","value":1}'), 201);
       baseline = await snapshot.take();
-      expectRefused(await send('PATCH', `${insights}/${insight.id}`, '{"increment":-1e309}'), [
+      expectRefused(await asOwner('PATCH', `${insights}/${insight.id}`, '{"increment":-1e309}'), [
         { path: '/body/increment', message: TOO_LARGE },
       ]);
       expectRefused(await publish('{"event":"x","tags":{"n":1e400}}'), [{ path: '/body/tags/n', message: TOO_LARGE }]);
@@ -137,7 +142,10 @@ describe('hostile input: refused with 400 before it reaches the database or cost
     }
 
     it('the first and last instants that can be stored are accepted', async () => {
-      const edges = [['0001-01-01T00:00:00Z', '0001-01-01T00:00:00.000Z'], ['9999-12-31T23:59:59.999Z', '9999-12-31T23:59:59.999Z']];
+      const edges = [
+        ['0001-01-01T00:00:00Z', '0001-01-01T00:00:00.000Z'],
+        ['9999-12-31T23:59:59.999Z', '9999-12-31T23:59:59.999Z'],
+      ];
       for (const [timestamp, stored] of edges) {
         expect(expectData(await publish(JSON.stringify({ event: 'edge', timestamp })), 201).timestamp).to.equal(stored);
       }
@@ -158,11 +166,11 @@ describe('hostile input: refused with 400 before it reaches the database or cost
 
     it('project create with 70,000 unknown fields: a short answer, not megabytes', async () => {
       const body = `{"name":"n","namespace":"many-fields",${manyFields(70_000, '1', 'f')}}`;
-      expectBoundedRefusal(await send('POST', '/v1/projects', body), '/body/f0');
+      expectBoundedRefusal(await asOwner('POST', '/v1/projects', body), '/body/f0');
     });
 
     it('a small request still gets every problem listed', async () => {
-      expectRefused(await send('POST', '/v1/projects', '{"name":"","namespace":"A","extra":1}'), [
+      expectRefused(await asOwner('POST', '/v1/projects', '{"name":"","namespace":"A","extra":1}'), [
         { path: '/body/extra', message: 'is not a field of this request' },
         { path: '/body/name', message: 'must NOT have fewer than 1 characters' },
         { path: '/body/name', message: 'must match pattern "\\S"' },
@@ -175,7 +183,7 @@ describe('hostile input: refused with 400 before it reaches the database or cost
   describe('nesting past what any body needs', () => {
     it('a value nested 100,000 deep: 400 at the first level past the limit', async () => {
       const nested = '['.repeat(100_000) + ']'.repeat(100_000);
-      expectRefused(await send('POST', '/v1/projects', `{"name":${nested},"namespace":"deep"}`), [
+      expectRefused(await asOwner('POST', '/v1/projects', `{"name":${nested},"namespace":"deep"}`), [
         { path: `/body/name${'/0'.repeat(32)}`, message: 'nests deeper than 32 levels' },
       ]);
     });

@@ -6,7 +6,6 @@
  * behind the real envelope. The last part goes through the running service.
  */
 import { expect } from 'chai';
-import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import http from 'node:http';
@@ -23,18 +22,16 @@ import { cdn } from '../server/src/http/cdn.js';
 import { envelope } from '../server/src/http/envelope.js';
 import { IconStore, type WriteNewFile } from '../server/src/storage/icons.js';
 import { PngCodec } from '../server/src/storage/png-codec.js';
-import { database, signUp, sql, type TestUser } from './support/harness.js';
+import { database, sha256, sql } from './support/harness.js';
+import { signUp, type TestUser } from './support/accounts.js';
+import { call, expectData } from './support/http.js';
+import { createProject, iconUrl, namespaceName } from './support/projects.js';
 import { chunk, chunkTypes, decodePng, encodePng, ihdr, notPng, png, PNG_SIGNATURE, pngOfSize, type ImageSpec } from './support/png.js';
-import { call, createProject, expectData, iconUrl, namespaceName } from './support/projects.js';
 
 const FIELD = '/body/icon';
 const DATA_URL = 'data:image/png;base64,';
 const HTML = Buffer.from('<!doctype html><html><body><script>alert(document.cookie)</script></body></html>');
 const IEND = chunk('IEND', Buffer.alloc(0));
-
-function sha256(bytes: Buffer): string {
-  return createHash('sha256').update(bytes).digest('hex');
-}
 
 /** What an answer from the envelope carries for a thrown ApiError: status, headers and body. */
 function asAnswer(error: unknown) {
@@ -195,10 +192,18 @@ describe('icon store', () => {
     });
 
     it('accepts 1×1 and 1024×1024 and refuses a side of 0 or over 1024', async () => {
-      for (const [w, h] of [[1, 1], [1024, 1024]] as const) {
+      for (const [w, h] of [
+        [1, 1],
+        [1024, 1024],
+      ] as const) {
         expect(decodePng((await store.parse(png(w, h).toString('base64'), 'create', FIELD)).bytes).width).to.equal(w);
       }
-      for (const [w, h] of [[0, 1], [1, 0], [1025, 1], [1, 1025]] as const) {
+      for (const [w, h] of [
+        [0, 1],
+        [1, 0],
+        [1025, 1],
+        [1, 1025],
+      ] as const) {
         expect((await refusal(png(w, h).toString('base64'))).message).to.equal(`icon must be from 1×1 to 1024×1024 pixels, got ${w}×${h}`);
       }
     });
@@ -323,8 +328,13 @@ describe('icon store', () => {
         ],
         [
           {
-            width: 9, height: 9, bitDepth: 16, colourType: 6, interlaced: true,
-            sample: (x, y, c) => ((x * 25 + y * 3 + c * 60) & 255) * 257 },
+            width: 9,
+            height: 9,
+            bitDepth: 16,
+            colourType: 6,
+            interlaced: true,
+            sample: (x, y, c) => ((x * 25 + y * 3 + c * 60) & 255) * 257,
+          },
           (x, y) => [0, 1, 2, 3].map((c) => (x * 25 + y * 3 + c * 60) & 255) as [number, number, number, number],
         ],
         [
@@ -612,7 +622,11 @@ describe('icon CDN middleware', () => {
   });
 
   it('answers 405 with Allow for any other method under /cdn/', async () => {
-    for (const [method, rawPath] of [['POST', `/cdn/icons/${key}.png`], ['DELETE', `/cdn/icons/${key}.png`], ['PUT', '/cdn/other']]) {
+    for (const [method, rawPath] of [
+      ['POST', `/cdn/icons/${key}.png`],
+      ['DELETE', `/cdn/icons/${key}.png`],
+      ['PUT', '/cdn/other'],
+    ]) {
       const answer = await request(method!, rawPath!);
       expect(answer.status, `${method} ${rawPath}`).to.equal(405);
       expect(answer.headers.allow).to.equal('GET, HEAD');

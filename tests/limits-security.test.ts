@@ -1,14 +1,8 @@
 /** Headers every answer carries, CORS, and the process logger's censoring. Rate limits: tests/rate-limits.test.ts. */
 import { expect } from 'chai';
 import { censorSecrets, createLogger } from '../server/src/logger.js';
-import { http, startExtraServer } from './support/harness.js';
-import type { RunningServer } from '../server/src/server.js';
-
-async function call(server: RunningServer, method: string, path: string, headers: Record<string, string> = {}, body?: string) {
-  const response = await fetch(server.url + path, { method, headers, ...(body === undefined ? {} : { body }) });
-  const text = await response.text();
-  return { status: response.status, headers: response.headers, json: text ? JSON.parse(text) : undefined };
-}
+import { startExtraServer } from './support/harness.js';
+import { http, send } from './support/http.js';
 
 describe('security headers and CORS', () => {
   it('sends nosniff, a restrictive CSP and no X-Powered-By on success and failure alike', async () => {
@@ -22,7 +16,9 @@ describe('security headers and CORS', () => {
   it('has CORS off by default', async () => {
     const answer = await http('GET', '/v1', { headers: { Origin: 'https://app.example.com' } });
     expect(answer.headers.get('access-control-allow-origin')).to.equal(null);
-    const preflight = await http('OPTIONS', '/v1/projects', { headers: { Origin: 'https://app.example.com', 'Access-Control-Request-Method': 'POST' } });
+    const preflight = await http('OPTIONS', '/v1/projects', {
+      headers: { Origin: 'https://app.example.com', 'Access-Control-Request-Method': 'POST' },
+    });
     expect(preflight.status).to.equal(405);
   });
 
@@ -30,14 +26,18 @@ describe('security headers and CORS', () => {
     this.timeout(60_000);
     const server = await startExtraServer({ CORS_ORIGINS: 'https://app.example.com' });
     try {
-      const preflight = await call(server, 'OPTIONS', '/v1/projects', { Origin: 'https://app.example.com', 'Access-Control-Request-Method': 'POST' });
+      const preflight = await send(server.url, {
+        method: 'OPTIONS',
+        path: '/v1/projects',
+        headers: { Origin: 'https://app.example.com', 'Access-Control-Request-Method': 'POST' },
+      });
       expect(preflight.status).to.equal(204);
       expect(preflight.headers.get('access-control-allow-origin')).to.equal('https://app.example.com');
       expect(preflight.headers.get('access-control-allow-headers')).to.contain('Authorization');
-      const simple = await call(server, 'GET', '/v1', { Origin: 'https://app.example.com' });
+      const simple = await send(server.url, { method: 'GET', path: '/v1', headers: { Origin: 'https://app.example.com' } });
       expect(simple.headers.get('access-control-allow-origin')).to.equal('https://app.example.com');
       expect(simple.headers.get('vary')).to.contain('Origin');
-      const other = await call(server, 'GET', '/v1', { Origin: 'https://evil.example.net' });
+      const other = await send(server.url, { method: 'GET', path: '/v1', headers: { Origin: 'https://evil.example.net' } });
       expect(other.status).to.equal(200);
       expect(other.headers.get('access-control-allow-origin')).to.equal(null);
     } finally {
@@ -65,7 +65,11 @@ describe('the process logger', () => {
     expect(line.headers).to.deep.equal({ authorization: '[redacted]' });
     expect(line.step).to.equal('sign-up');
     // An error's code (SQLSTATE, errno) is what an operator needs; anything else secret-named in it is not kept.
-    expect(logged({ err: { type: 'DriverException', code: '57P01', token: 'api_xyz' } }).err).to.deep.equal({ type: 'DriverException', code: '57P01', token: '[redacted]' });
+    expect(logged({ err: { type: 'DriverException', code: '57P01', token: 'api_xyz' } }).err).to.deep.equal({
+      type: 'DriverException',
+      code: '57P01',
+      token: '[redacted]',
+    });
     // What the caller logged is left as it was.
     expect(body.password).to.equal('hunter2-secret');
     expect(headers.authorization).to.equal('Bearer ses_abc');

@@ -6,10 +6,11 @@
  */
 import { expect } from 'chai';
 import { v7 } from 'uuid';
-import { createInviteCode } from '../server/src/domain/invite-codes.js';
 import type { RunningServer } from '../server/src/server.js';
-import { secret, signUp, sql, startExtraServer, uniqueName, type TestUser } from './support/harness.js';
-import { call, count, createInsight, createProject, expectData, namespaceName, projectPath, type Answer } from './support/projects.js';
+import { count, secret, sql, startExtraServer } from './support/harness.js';
+import { signUp, signUpOn, uniqueName, type TestUser } from './support/accounts.js';
+import { call, callAt, expectData, tally, type Answer } from './support/http.js';
+import { createInsight, createProject, namespaceName, projectPath } from './support/projects.js';
 
 const MiB = 1024 * 1024;
 
@@ -26,50 +27,18 @@ function expectLimit(answer: Answer, what: string, setting: string, value: numbe
   });
 }
 
-/** Statuses of answers, counted. */
-function tally(answers: Answer[]): Record<number, number> {
-  const counts: Record<number, number> = {};
-  for (const { status } of answers) counts[status] = (counts[status] ?? 0) + 1;
-  return counts;
-}
-
 describe('caps (each at 3, on a server of their own)', function () {
   this.timeout(120_000);
   const CAP = 3;
   let server: RunningServer;
 
-  /** A JSON call to this server (its answers are not the run's server's, so the contract check does not see them). */
-  async function on(method: string, path: string, token?: string, body?: unknown): Promise<Answer> {
-    const response = await fetch(server.url + path, {
-      method,
-      headers: {
-        ...(token ? { Authorization: `Bearer ${token}` } : {}),
-        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await response.text();
-    return { status: response.status, headers: response.headers, text, json: text ? JSON.parse(text) : undefined };
-  }
-
+  /** A JSON call to this server. */
+  const on = (method: string, path: string, token?: string, body?: unknown): Promise<Answer> =>
+    callAt(server.url, method, path, token, body);
   /** This server's database (in embedded mode not the run's). */
-  async function db<T = Record<string, unknown>>(text: string, params: unknown[] = []): Promise<T[]> {
-    return (await server.db.orm.em.fork().getConnection().execute(text, params)) as T[];
-  }
-
-  async function rows(text: string, params: unknown[]): Promise<number> {
-    return Number((await db<{ n: number }>(text, params))[0]!.n);
-  }
-
-  async function account(): Promise<{ username: string; token: string; id: string }> {
-    const { code } = await createInviteCode(server.db.orm.em.fork(), {});
-    const username = uniqueName('cap');
-    const password = secret(`pw-${v7()}`);
-    const email = `${username}@example.com`;
-    const answer = await on('POST', '/v1/auth/signup', undefined, { username, email, password, invite: secret(code) });
-    expect(answer.status, answer.text).to.equal(201);
-    return { username: answer.json.data.user.username, token: secret(answer.json.data.token as string), id: answer.json.data.user.id };
-  }
+  const db = <T = Record<string, unknown>>(text: string, params: unknown[] = []): Promise<T[]> => sql<T>(text, params, server.db);
+  const rows = (text: string, params: unknown[]): Promise<number> => count(text, params, server.db);
+  const account = (): Promise<TestUser> => signUpOn(server);
 
   async function project(token: string): Promise<{ id: string; namespace: string }> {
     const answer = await on('POST', '/v1/projects', token, { name: 'Capped', namespace: namespaceName('cap') });
@@ -82,8 +51,11 @@ describe('caps (each at 3, on a server of their own)', function () {
     const prefix = uniqueName('bare').toLowerCase();
     const names = Array.from({ length: n }, (_, i) => `${prefix}_${i}`.slice(-32));
     for (const username of names) {
-      await db(`insert into users (id, username, email, password_hash, icon, created_at, updated_at)
-                values (?, ?, ?, 'x', null, now(), now())`, [v7(), username, `${username}@example.com`]);
+      await db(
+        `insert into users (id, username, email, password_hash, icon, created_at, updated_at)
+                values (?, ?, ?, 'x', null, now(), now())`,
+        [v7(), username, `${username}@example.com`],
+      );
     }
     return names;
   }
@@ -120,7 +92,7 @@ describe('caps (each at 3, on a server of their own)', function () {
     const racing = await project(owner.token);
     expect((await on('POST', projectPath(racing.namespace, '/feeds'), owner.token, { name: 'second' })).status).to.equal(201);
     const answers = await burst(30, (i) => on('POST', projectPath(racing.namespace, '/feeds'), owner.token, { name: `racer-${i}` }));
-    expect(tally(answers)).to.deep.equal({ 201: 1, 409: 29 });
+    expect(tally(answers.map((a) => a.status))).to.deep.equal({ 201: 1, 409: 29 });
     for (const answer of answers.filter((a) => a.status === 409)) {
       expectLimit(answer, 'This project has 3 feeds', 'MAX_FEEDS_PER_PROJECT', CAP);
     }
@@ -139,7 +111,7 @@ describe('caps (each at 3, on a server of their own)', function () {
     const racing = await project(owner.token);
     for (let i = 0; i < CAP - 1; i++) expect((await insight(racing.namespace, `n${i}`)).status).to.equal(201);
     const answers = await burst(30, (i) => insight(racing.namespace, `racer ${i}`));
-    expect(tally(answers)).to.deep.equal({ 201: 1, 409: 29 });
+    expect(tally(answers.map((a) => a.status))).to.deep.equal({ 201: 1, 409: 29 });
     expect(await rows('select count(*)::int as n from insights where project_id = ?', [racing.id])).to.equal(CAP);
   });
 
@@ -168,7 +140,7 @@ describe('caps (each at 3, on a server of their own)', function () {
     const users = await bareUsers(31);
     expect((await on('POST', projectPath(racing.namespace, '/invites'), owner.token, { username: users[30] })).status).to.equal(201);
     const answers = await burst(30, (i) => on('POST', projectPath(racing.namespace, '/invites'), owner.token, { username: users[i] }));
-    expect(tally(answers)).to.deep.equal({ 201: 1, 409: 29 });
+    expect(tally(answers.map((a) => a.status))).to.deep.equal({ 201: 1, 409: 29 });
     expect(await rows('select count(*)::int as n from project_invites where project_id = ?', [racing.id])).to.equal(CAP - 1);
   });
 
@@ -188,7 +160,7 @@ describe('caps (each at 3, on a server of their own)', function () {
     const racer = await account();
     for (let i = 0; i < CAP - 1; i++) await project(racer.token);
     const answers = await burst(30, () => on('POST', '/v1/projects', racer.token, { name: 'Racing', namespace: namespaceName('race') }));
-    expect(tally(answers)).to.deep.equal({ 201: 1, 409: 29 });
+    expect(tally(answers.map((a) => a.status))).to.deep.equal({ 201: 1, 409: 29 });
     for (const answer of answers.filter((a) => a.status === 409)) expectLimit(answer, 'You own 3 projects', 'MAX_PROJECTS_PER_USER', CAP);
     expect(await rows(`select count(*)::int as n from project_members where user_id = ? and role = 'owner'`, [racer.id])).to.equal(CAP);
   });
@@ -206,7 +178,7 @@ describe('caps (each at 3, on a server of their own)', function () {
     for (let i = 0; i < CAP - 1; i++) secret(expectData(await on('POST', '/v1/auth/tokens', racer.token, { name: `t${i}` }), 201).token);
     const answers = await burst(30, (i) => on('POST', '/v1/auth/tokens', racer.token, { name: `racer ${i}` }));
     for (const answer of answers.filter((a) => a.status === 201)) secret(answer.json.data.token as string);
-    expect(tally(answers)).to.deep.equal({ 201: 1, 409: 29 });
+    expect(tally(answers.map((a) => a.status))).to.deep.equal({ 201: 1, 409: 29 });
     expect(await rows('select count(*)::int as n from api_tokens where user_id = ?', [racer.id])).to.equal(CAP);
   });
 });

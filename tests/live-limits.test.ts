@@ -7,12 +7,13 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { v7 } from 'uuid';
-import { createInviteCode } from '../server/src/domain/invite-codes.js';
 import { LocalBus } from '../server/src/live/bus.js';
 import { LiveStreams } from '../server/src/live/streams.js';
 import type { RunningServer } from '../server/src/server.js';
-import { baseUrl, database, secret, signUp, startExtraServer, uniqueName } from './support/harness.js';
-import { apiToken, call, createProject, expectNoContent, projectPath } from './support/projects.js';
+import { baseUrl, database, secret, startExtraServer } from './support/harness.js';
+import { apiToken, signUp, signUpOn } from './support/accounts.js';
+import { call, callAt, expectNoContent } from './support/http.js';
+import { createProject, projectPath } from './support/projects.js';
 import { eventually, percentile, RawStream } from './support/sse.js';
 import { statementsDuring } from './support/statements.js';
 
@@ -20,19 +21,8 @@ const streamUrl = (base: string, namespace: string) => base + projectPath(namesp
 
 /** An account and a project of its own on `server` (an extra server may have a database of its own). */
 async function ownerOn(server: RunningServer): Promise<{ token: string; namespace: string }> {
-  const { code } = await createInviteCode(server.db.orm.em.fork(), {});
-  const username = uniqueName('streamer');
-  const post = (path: string, body: unknown, token?: string) =>
-    fetch(server.url + path, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', ...(token ? { Authorization: `Bearer ${token}` } : {}) },
-      body: JSON.stringify(body),
-    }).then(async (response) => ({ status: response.status, json: (await response.json()) as any }));
-  const signup = await post('/v1/auth/signup', { username, email: `${username}@example.com`, password: secret(`pw-${username}`), invite: secret(code) });
-  expect(signup.status).to.equal(201);
-  const token = secret(signup.json.data.token as string);
-  const namespace = uniqueName('live').toLowerCase().replace(/_/g, '-');
-  expect((await post('/v1/projects', { namespace, name: 'Live limits' }, token)).status).to.equal(201);
+  const { token } = await signUpOn(server);
+  const { namespace } = await createProject(token, { name: 'Live limits' }, server.url);
   return { token, namespace };
 }
 
@@ -46,34 +36,42 @@ describe('live streams: a cap per user', function () {
     await server.close();
   });
 
-  it('opens MAX_STREAMS_PER_USER streams, refuses the next with 429 too_many_streams and Retry-After, and takes one again once one closes', async () => {
-    const { token, namespace } = await ownerOn(server);
-    // Ten at once: the cap holds under a race too.
-    const streams = await Promise.all(Array.from({ length: 10 }, () => RawStream.open(streamUrl(server.url, namespace), { token })));
-    try {
-      const statuses = streams.map((s) => s.response.status).sort();
-      expect(statuses).to.deep.equal([200, 200, 200, 429, 429, 429, 429, 429, 429, 429]);
-      const refused = streams.find((s) => s.response.status === 429)!;
-      await refused.ended;
-      expect(JSON.parse(refused.raw)).to.deep.equal({
-        success: false,
-        error: { code: 'too_many_streams', message: 'You already have 3 live streams open; close one first.' },
-      });
-      expect(Number(refused.response.headers.get('retry-after'))).to.be.within(1, 60);
+  it(
+    'opens MAX_STREAMS_PER_USER streams, refuses the next with 429 too_many_streams and Retry-After, and takes one again once one ' +
+      'closes',
+    async () => {
+      const { token, namespace } = await ownerOn(server);
+      // Ten at once: the cap holds under a race too.
+      const streams = await Promise.all(Array.from({ length: 10 }, () => RawStream.open(streamUrl(server.url, namespace), { token })));
+      try {
+        const statuses = streams.map((s) => s.response.status).sort();
+        expect(statuses).to.deep.equal([200, 200, 200, 429, 429, 429, 429, 429, 429, 429]);
+        const refused = streams.find((s) => s.response.status === 429)!;
+        await refused.ended;
+        expect(JSON.parse(refused.raw)).to.deep.equal({
+          success: false,
+          error: { code: 'too_many_streams', message: 'You already have 3 live streams open; close one first.' },
+        });
+        expect(Number(refused.response.headers.get('retry-after'))).to.be.within(1, 60);
 
-      const open = streams.filter((s) => s.response.status === 200);
-      open[0]!.close();
-      let again: RawStream | undefined;
-      await eventually(async () => {
-        again?.close();
-        again = await RawStream.open(streamUrl(server.url, namespace), { token });
-        return again.response.status === 200;
-      }, 5_000, 'a stream once one of the three closed');
-      streams.push(again!);
-    } finally {
-      for (const stream of streams) stream.close();
-    }
-  });
+        const open = streams.filter((s) => s.response.status === 200);
+        open[0]!.close();
+        let again: RawStream | undefined;
+        await eventually(
+          async () => {
+            again?.close();
+            again = await RawStream.open(streamUrl(server.url, namespace), { token });
+            return again.response.status === 200;
+          },
+          5_000,
+          'a stream once one of the three closed',
+        );
+        streams.push(again!);
+      } finally {
+        for (const stream of streams) stream.close();
+      }
+    },
+  );
 });
 
 describe('live streams: access ends the stream at once', () => {
@@ -158,15 +156,17 @@ describe('live streams: the heartbeat checks access in one statement, whatever t
       const windowStarted = performance.now();
       while (performance.now() - windowStarted < 2_000) {
         const started = performance.now();
-        const answer = await fetch(`${server!.url}/v1/users/me`, { headers: { Authorization: `Bearer ${token}` } });
-        await answer.arrayBuffer();
+        await callAt(server!.url, 'GET', '/v1/users/me', token);
         latencies.push(performance.now() - started);
       }
     });
     const beats = seen.filter((text) => text.includes('with ordinality as v(project_id'));
     const reads = latencies.length;
-    console.log(`      2 s with 1,000 streams and a 250 ms heartbeat: ${beats.length} access checks; GET /v1/users/me ×${reads}: ` +
-      `p50 ${percentile(latencies, 0.5).toFixed(1)} ms, p99 ${percentile(latencies, 0.99).toFixed(1)} ms, max ${Math.max(...latencies).toFixed(1)} ms`);
+    console.log(
+      `      2 s with 1,000 streams and a 250 ms heartbeat: ${beats.length} access checks; GET /v1/users/me ×${reads}: ` +
+        `p50 ${percentile(latencies, 0.5).toFixed(1)} ms, p99 ${percentile(latencies, 0.99).toFixed(1)} ms, max ` +
+        `${Math.max(...latencies).toFixed(1)} ms`,
+    );
     expect(beats.length).to.be.within(4, 9);
     // Nothing else runs per stream: every other statement in the window is a read's own.
     expect(seen.length - beats.length).to.be.at.most(reads * 3);

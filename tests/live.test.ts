@@ -7,8 +7,10 @@ import { expect } from 'chai';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { projectEvents, publish, SignalboardError, streamEvents, type Event } from '../sdk/src/index.js';
-import { baseUrl, database, signUp, startExtraServer, type TestUser } from './support/harness.js';
-import { addMember, apiToken, call, createProject, expectError, expectNoContent, projectPath } from './support/projects.js';
+import { baseUrl, database, startExtraServer } from './support/harness.js';
+import { apiToken, signUp, type TestUser } from './support/accounts.js';
+import { call, expectError, expectNoContent } from './support/http.js';
+import { addMember, createProject, projectPath } from './support/projects.js';
 import { eventually, inParallel, percentile, RawStream, StalledClient } from './support/sse.js';
 
 const streamPath = (namespace: string) => projectPath(namespace, '/events/stream');
@@ -17,7 +19,8 @@ const wire = (event: Event) => `id: ${event.id}\nevent: event\ndata: ${JSON.stri
 
 async function publishMany(base: string, token: string, namespace: string, count: number, label: string): Promise<Event[]> {
   const events: Event[] = [];
-  for (let i = 0; i < count; i++) events.push(await publish({ baseUrl: base, token }, { namespace, feed: 'general', event: `${label} ${i}` }));
+  for (let i = 0; i < count; i++)
+    events.push(await publish({ baseUrl: base, token }, { namespace, feed: 'general', event: `${label} ${i}` }));
   return events;
 }
 
@@ -57,7 +60,11 @@ describe('live event stream', () => {
       expect(stream.response.status).to.equal(200);
       expect(stream.response.headers.get('content-type')).to.match(/^text\/event-stream/);
       expect(stream.response.headers.get('cache-control')).to.equal('no-cache');
-      await stream.until(() => stream.retry !== undefined, 5_000, () => 'the retry line');
+      await stream.until(
+        () => stream.retry !== undefined,
+        5_000,
+        () => 'the retry line',
+      );
       expect(stream.raw).to.match(/^retry: \d+\n\n/);
 
       const published = await publishMany(baseUrl(), key, project.namespace, 3, 'live');
@@ -100,77 +107,93 @@ describe('live event stream', () => {
     expectError(answer, 400, 'invalid_request');
   });
 
-  it('the SDK iterator yields events in order and, when the connection drops mid-message, reconnects after the `retry:` delay with Last-Event-ID: nothing lost or doubled', async () => {
+  it(
+    'the SDK iterator yields events in order and, when the connection drops mid-message, reconnects after the `retry:` delay with ' +
+      'Last-Event-ID: nothing lost or doubled',
+    async () => {
+      const project = await createProject(owner.token);
+      const controller = new AbortController();
+      const opens: { at: number; lastEventId: string | undefined }[] = [];
+      const drops: number[] = [];
+      let connections = 0;
+      // The first connection breaks in the middle of its 10th event message, as a network failure would.
+      const breakingFetch: typeof fetch = async (input, init) => {
+        const response = await fetch(input, init);
+        connections += 1;
+        if (connections > 1 || !response.body) return response;
+        const reader = response.body.getReader();
+        let seen = 0;
+        const body = new ReadableStream<Uint8Array>({
+          async pull(out) {
+            const { done, value } = await reader.read();
+            if (done) return out.close();
+            const text = Buffer.from(value).toString('utf8');
+            const before = seen;
+            seen += text.split('event: event\n').length - 1;
+            if (seen >= 10) {
+              // Cut inside the 10th message, then fail the connection.
+              const cut =
+                text
+                  .split('event: event\n')
+                  .slice(0, 10 - before)
+                  .join('event: event\n') + 'event: event\ndata: {"id":';
+              out.enqueue(new TextEncoder().encode(cut));
+              await reader.cancel();
+              out.error(new TypeError('terminated'));
+              return;
+            }
+            out.enqueue(value);
+          },
+          cancel: () => reader.cancel(),
+        });
+        return new Response(body, { status: response.status, headers: response.headers });
+      };
+      const { events, done } = consume(
+        streamEvents({
+          baseUrl: baseUrl(),
+          token: key,
+          namespace: project.namespace,
+          signal: controller.signal,
+          fetch: breakingFetch,
+          onOpen: ({ lastEventId }) => opens.push({ at: performance.now(), lastEventId }),
+          onDisconnect: () => drops.push(performance.now()),
+        }),
+      );
+      try {
+        await eventually(() => opens.length === 1, 5_000, 'the first connection');
+        // The first connection is registered once its answer's head arrived; give the server a beat.
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        const published = await publishMany(baseUrl(), key, project.namespace, 30, 'sdk');
+        await eventually(() => events.length >= 30, 15_000, `30 events (have ${events.length})`);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        expect(ids(events)).to.deep.equal(ids(published));
+        expect(events).to.deep.equal(published);
+        expect(opens).to.have.length(2);
+        expect(opens[0]!.lastEventId).to.equal(undefined);
+        expect(opens[1]!.lastEventId).to.equal(published[8]!.id); // the 9th was the last whole message
+        expect(drops).to.have.length(1);
+        // The server asks for 2000 ms; the SDK waited that long before reconnecting.
+        expect(opens[1]!.at - drops[0]!).to.be.at.least(1_900);
+      } finally {
+        controller.abort();
+        await done;
+      }
+    },
+  );
+
+  it('the SDK iterator stops quietly when its signal aborts, and closes the connection', async () => {
     const project = await createProject(owner.token);
     const controller = new AbortController();
-    const opens: { at: number; lastEventId: string | undefined }[] = [];
-    const drops: number[] = [];
-    let connections = 0;
-    // The first connection breaks in the middle of its 10th event message, as a network failure would.
-    const breakingFetch: typeof fetch = async (input, init) => {
-      const response = await fetch(input, init);
-      connections += 1;
-      if (connections > 1 || !response.body) return response;
-      const reader = response.body.getReader();
-      let seen = 0;
-      const body = new ReadableStream<Uint8Array>({
-        async pull(out) {
-          const { done, value } = await reader.read();
-          if (done) return out.close();
-          const text = Buffer.from(value).toString('utf8');
-          const before = seen;
-          seen += text.split('event: event\n').length - 1;
-          if (seen >= 10) {
-            // Cut inside the 10th message, then fail the connection.
-            const cut = text.split('event: event\n').slice(0, 10 - before).join('event: event\n') + 'event: event\ndata: {"id":';
-            out.enqueue(new TextEncoder().encode(cut));
-            await reader.cancel();
-            out.error(new TypeError('terminated'));
-            return;
-          }
-          out.enqueue(value);
-        },
-        cancel: () => reader.cancel(),
-      });
-      return new Response(body, { status: response.status, headers: response.headers });
-    };
+    let opened = false;
     const { events, done } = consume(
       streamEvents({
         baseUrl: baseUrl(),
         token: key,
         namespace: project.namespace,
         signal: controller.signal,
-        fetch: breakingFetch,
-        onOpen: ({ lastEventId }) => opens.push({ at: performance.now(), lastEventId }),
-        onDisconnect: () => drops.push(performance.now()),
+        onOpen: () => (opened = true),
       }),
     );
-    try {
-      await eventually(() => opens.length === 1, 5_000, 'the first connection');
-      // The first connection is registered once its answer's head arrived; give the server a beat.
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      const published = await publishMany(baseUrl(), key, project.namespace, 30, 'sdk');
-      await eventually(() => events.length >= 30, 15_000, `30 events (have ${events.length})`);
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      expect(ids(events)).to.deep.equal(ids(published));
-      expect(events).to.deep.equal(published);
-      expect(opens).to.have.length(2);
-      expect(opens[0]!.lastEventId).to.equal(undefined);
-      expect(opens[1]!.lastEventId).to.equal(published[8]!.id); // the 9th was the last whole message
-      expect(drops).to.have.length(1);
-      // The server asks for 2000 ms; the SDK waited that long before reconnecting.
-      expect(opens[1]!.at - drops[0]!).to.be.at.least(1_900);
-    } finally {
-      controller.abort();
-      await done;
-    }
-  });
-
-  it('the SDK iterator stops quietly when its signal aborts, and closes the connection', async () => {
-    const project = await createProject(owner.token);
-    const controller = new AbortController();
-    let opened = false;
-    const { events, done } = consume(streamEvents({ baseUrl: baseUrl(), token: key, namespace: project.namespace, signal: controller.signal, onOpen: () => (opened = true) }));
     await eventually(() => opened, 5_000, 'the connection');
     await new Promise((resolve) => setTimeout(resolve, 100));
     await publishMany(baseUrl(), key, project.namespace, 1, 'one');
@@ -208,7 +231,12 @@ describe('live event stream', () => {
     const description = '🎉'.repeat(4_000); // ~16 kB per message
     const published: Event[] = [];
     await inParallel(200, 1, async (i) => {
-      published.push(await publish({ baseUrl: baseUrl(), token: key }, { namespace: project.namespace, feed: 'general', event: `big ${i}`, description }));
+      published.push(
+        await publish(
+          { baseUrl: baseUrl(), token: key },
+          { namespace: project.namespace, feed: 'general', event: `big ${i}`, description },
+        ),
+      );
     });
     const stream = await RawStream.open(streamUrl(project.namespace), { token: key, lastEventId: published[0]!.id });
     try {
@@ -231,7 +259,9 @@ describe('live event stream', () => {
     await first.until(() => first.retry !== undefined, 5_000);
     const published: Event[] = [];
     const publishing = inParallel(400, 20, async (i) => {
-      published.push(await publish({ baseUrl: baseUrl(), token: key }, { namespace: project.namespace, feed: 'general', event: `parallel ${i}` }));
+      published.push(
+        await publish({ baseUrl: baseUrl(), token: key }, { namespace: project.namespace, feed: 'general', event: `parallel ${i}` }),
+      );
     });
     await first.waitForEvents(150, 30_000);
     first.close();
@@ -247,7 +277,7 @@ describe('live event stream', () => {
     expect([...messageIds(first.events), ...messageIds(resumed.events)]).to.deep.equal(ids(published).sort());
   });
 
-  it("a member removed by the owner loses its open stream within 2 s, and cannot reopen it (404)", async () => {
+  it('a member removed by the owner loses its open stream within 2 s, and cannot reopen it (404)', async () => {
     const project = await createProject(owner.token);
     const mate = await signUp();
     await addMember(owner.token, project.namespace, mate);
@@ -262,7 +292,10 @@ describe('live event stream', () => {
       }
       const started = performance.now();
       expectNoContent(await call('DELETE', projectPath(project.namespace, `/members/${mate.username}`), owner.token));
-      const how = await Promise.race([Promise.all([session.ended, viaKey.ended]), new Promise((resolve) => setTimeout(() => resolve('still open'), 2_000))]);
+      const how = await Promise.race([
+        Promise.all([session.ended, viaKey.ended]),
+        new Promise((resolve) => setTimeout(() => resolve('still open'), 2_000)),
+      ]);
       expect(how, 'the removed member’s streams').to.deep.equal(['end', 'end']);
       const elapsed = Math.max(session.endedAt!, viaKey.endedAt!) - started;
       expect(elapsed).to.be.below(2_000);
@@ -274,7 +307,9 @@ describe('live event stream', () => {
       expect(session.events).to.deep.equal([]);
       expectError(await call('GET', streamPath(project.namespace), mate.token), 404, 'not_found');
       // The SDK gives up at once on a 404 and says why.
-      const refusal = await consume(streamEvents({ baseUrl: baseUrl(), token: mateKey, namespace: project.namespace })).done.catch((e: unknown) => e);
+      const refusal = await consume(streamEvents({ baseUrl: baseUrl(), token: mateKey, namespace: project.namespace })).done.catch(
+        (e: unknown) => e,
+      );
       expect(refusal).to.be.instanceOf(SignalboardError);
       expect([(refusal as SignalboardError).status, (refusal as SignalboardError).code]).to.deep.equal([404, 'not_found']);
     } finally {
@@ -309,7 +344,9 @@ describe('live event stream', () => {
       [stranger.token, 404, 'not_found'],
       [undefined, 401, 'unauthenticated'],
     ] as const) {
-      const error = (await consume(streamEvents({ baseUrl: baseUrl(), token, namespace: project.namespace })).done.catch((e: unknown) => e)) as SignalboardError;
+      const error = (await consume(streamEvents({ baseUrl: baseUrl(), token, namespace: project.namespace })).done.catch(
+        (e: unknown) => e,
+      )) as SignalboardError;
       expect(error).to.be.instanceOf(SignalboardError);
       expect([error.status, error.code]).to.deep.equal([status, code]);
     }
@@ -319,7 +356,9 @@ describe('live event stream', () => {
     let other: Awaited<ReturnType<typeof startExtraServer>> | undefined;
     before(async function () {
       if (database().kind !== 'postgresql') {
-        console.log('      (skipped: the embedded database has a single owner process, so a second instance cannot share it; run with DATABASE_URL)');
+        console.log(
+          '      (skipped: the embedded database has a single owner process, so a second instance cannot share it; run with DATABASE_URL)',
+        );
         this.skip();
       }
       other = await startExtraServer();
@@ -328,144 +367,173 @@ describe('live event stream', () => {
       await other?.close();
     });
 
-    it('a client streaming from instance B receives, in order and exactly once, 200 events published to instance A; and after a forced disconnect, resuming with Last-Event-ID loses and doubles nothing', async function () {
-      this.timeout(120_000);
-      const project = await createProject(owner.token);
-      const a = baseUrl();
-      const b = other!.url;
+    it(
+      'a client streaming from instance B receives, in order and exactly once, 200 events published to instance A; and after a forced ' +
+        'disconnect, resuming with Last-Event-ID loses and doubles nothing',
+      async function () {
+        this.timeout(120_000);
+        const project = await createProject(owner.token);
+        const a = baseUrl();
+        const b = other!.url;
 
-      // 1. 200 events, published one after another to A, streamed from B.
-      const stream = await RawStream.open(streamUrl(project.namespace, b), { token: key });
-      await stream.until(() => stream.retry !== undefined, 5_000);
-      const sentAt = new Map<string, number>();
-      const roundTrips: number[] = [];
-      const published: Event[] = [];
-      for (let i = 0; i < 200; i++) {
-        const started = performance.now();
-        const event = await publish({ baseUrl: a, token: key }, { namespace: project.namespace, feed: 'general', event: `batch-1 ${i}` });
-        roundTrips.push(performance.now() - started);
-        sentAt.set(event.id, started);
-        published.push(event);
-      }
-      await stream.waitForEvents(200, 20_000);
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      stream.close();
-      expect(messageIds(stream.events)).to.deep.equal(ids(published));
-      expect(stream.events.map((m) => JSON.parse(m.data))).to.deep.equal(published);
-      const latencies = stream.events.map((m) => m.at - sentAt.get(m.id!)!);
-      const p50 = percentile(latencies, 50);
-      const p99 = percentile(latencies, 99);
-      console.log(`      publish (A) → receipt (B), 200 events: p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${Math.max(...latencies).toFixed(1)} ms (from the start of the publish request; its own round trip: p50 ${percentile(roundTrips, 50).toFixed(1)} ms)`);
-      expect(p99).to.be.below(1_000);
+        // 1. 200 events, published one after another to A, streamed from B.
+        const stream = await RawStream.open(streamUrl(project.namespace, b), { token: key });
+        await stream.until(() => stream.retry !== undefined, 5_000);
+        const sentAt = new Map<string, number>();
+        const roundTrips: number[] = [];
+        const published: Event[] = [];
+        for (let i = 0; i < 200; i++) {
+          const started = performance.now();
+          const event = await publish({ baseUrl: a, token: key }, { namespace: project.namespace, feed: 'general', event: `batch-1 ${i}` });
+          roundTrips.push(performance.now() - started);
+          sentAt.set(event.id, started);
+          published.push(event);
+        }
+        await stream.waitForEvents(200, 20_000);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        stream.close();
+        expect(messageIds(stream.events)).to.deep.equal(ids(published));
+        expect(stream.events.map((m) => JSON.parse(m.data))).to.deep.equal(published);
+        const latencies = stream.events.map((m) => m.at - sentAt.get(m.id!)!);
+        const p50 = percentile(latencies, 50);
+        const p99 = percentile(latencies, 99);
+        console.log(
+          `      publish (A) → receipt (B), 200 events: p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ` +
+            `${Math.max(...latencies).toFixed(1)} ms (from the start of the publish request; its own round trip: p50 ` +
+            `${percentile(roundTrips, 50).toFixed(1)} ms)`,
+        );
+        expect(p99).to.be.below(1_000);
 
-      // 2. Another 200, published in the background; the client is cut off after ~100 and resumes.
-      const first = await RawStream.open(streamUrl(project.namespace, b), { token: key });
-      await first.until(() => first.retry !== undefined, 5_000);
-      const second: Event[] = [];
-      const publishing = (async () => {
-        for (let i = 0; i < 200; i++) second.push(await publish({ baseUrl: a, token: key }, { namespace: project.namespace, feed: 'general', event: `batch-2 ${i}` }));
-      })();
-      await first.waitForEvents(100, 20_000);
-      first.close();
-      expect(await first.ended).to.equal('aborted');
-      const before = first.events.length;
-      const lastSeen = first.events.at(-1)!.id!;
-      // Stay away a little, so that events are published while nobody listens.
-      await new Promise((resolve) => setTimeout(resolve, 250));
-      const publishedWhileAway = second.length - before;
-      const resumed = await RawStream.open(streamUrl(project.namespace, b), { token: key, lastEventId: lastSeen });
-      await publishing;
-      await resumed.waitForEvents(200 - before, 20_000);
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      resumed.close();
-      const union = [...messageIds(first.events), ...messageIds(resumed.events)];
-      expect(union).to.deep.equal(ids(second));
-      expect(new Set(union).size).to.equal(200);
-      console.log(`      cut off after ${before} events; ${publishedWhileAway} published while away; ${resumed.events.length} received after resuming`);
-      expect(publishedWhileAway).to.be.above(0);
-    });
+        // 2. Another 200, published in the background; the client is cut off after ~100 and resumes.
+        const first = await RawStream.open(streamUrl(project.namespace, b), { token: key });
+        await first.until(() => first.retry !== undefined, 5_000);
+        const second: Event[] = [];
+        const publishing = (async () => {
+          for (let i = 0; i < 200; i++)
+            second.push(
+              await publish({ baseUrl: a, token: key }, { namespace: project.namespace, feed: 'general', event: `batch-2 ${i}` }),
+            );
+        })();
+        await first.waitForEvents(100, 20_000);
+        first.close();
+        expect(await first.ended).to.equal('aborted');
+        const before = first.events.length;
+        const lastSeen = first.events.at(-1)!.id!;
+        // Stay away a little, so that events are published while nobody listens.
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        const publishedWhileAway = second.length - before;
+        const resumed = await RawStream.open(streamUrl(project.namespace, b), { token: key, lastEventId: lastSeen });
+        await publishing;
+        await resumed.waitForEvents(200 - before, 20_000);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        resumed.close();
+        const union = [...messageIds(first.events), ...messageIds(resumed.events)];
+        expect(union).to.deep.equal(ids(second));
+        expect(new Set(union).size).to.equal(200);
+        console.log(
+          `      cut off after ${before} events; ${publishedWhileAway} published while away; ${resumed.events.length} received after ` +
+            `resuming`,
+        );
+        expect(publishedWhileAway).to.be.above(0);
+      },
+    );
 
-    it('publishers on both instances at once: clients of A and of B each receive all of them, in the same id order, exactly once', async function () {
-      this.timeout(120_000);
-      const project = await createProject(owner.token);
-      const onA = await RawStream.open(streamUrl(project.namespace), { token: key });
-      const onB = await RawStream.open(streamUrl(project.namespace, other!.url), { token: owner.token });
-      for (const stream of [onA, onB]) await stream.until(() => stream.retry !== undefined, 5_000);
-      const published: Event[] = [];
-      await inParallel(300, 20, async (i) => {
-        const base = i % 2 === 0 ? baseUrl() : other!.url;
-        published.push(await publish({ baseUrl: base, token: key }, { namespace: project.namespace, feed: 'general', event: `both ${i}` }));
-      });
-      const expected = ids(published).sort();
-      for (const stream of [onA, onB]) await stream.waitForEvents(300, 20_000);
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      onA.close();
-      onB.close();
-      expect(messageIds(onA.events)).to.deep.equal(expected);
-      expect(messageIds(onB.events)).to.deep.equal(expected);
-    });
+    it(
+      'publishers on both instances at once: clients of A and of B each receive all of them, in the same id order, exactly ' + 'once',
+      async function () {
+        this.timeout(120_000);
+        const project = await createProject(owner.token);
+        const onA = await RawStream.open(streamUrl(project.namespace), { token: key });
+        const onB = await RawStream.open(streamUrl(project.namespace, other!.url), { token: owner.token });
+        for (const stream of [onA, onB]) await stream.until(() => stream.retry !== undefined, 5_000);
+        const published: Event[] = [];
+        await inParallel(300, 20, async (i) => {
+          const base = i % 2 === 0 ? baseUrl() : other!.url;
+          published.push(
+            await publish({ baseUrl: base, token: key }, { namespace: project.namespace, feed: 'general', event: `both ${i}` }),
+          );
+        });
+        const expected = ids(published).sort();
+        for (const stream of [onA, onB]) await stream.waitForEvents(300, 20_000);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        onA.close();
+        onB.close();
+        expect(messageIds(onA.events)).to.deep.equal(expected);
+        expect(messageIds(onB.events)).to.deep.equal(expected);
+      },
+    );
   });
 
   const slowCount = process.env.DATABASE_URL ? 10_000 : 2_000;
-  it(`a client that never reads is disconnected and the server's memory stays bounded while ${slowCount.toLocaleString('en')} events are published (10,000 on PostgreSQL, 2,000 embedded)`, async function () {
-    this.timeout(900_000);
-    const project = await createProject(owner.token);
-    const stalled = await StalledClient.open(baseUrl(), streamPath(project.namespace), key);
-    expect(stalled.head).to.match(/^HTTP\/1\.1 200 /);
-    // ~16 kB per event on the wire (4,000 four-byte characters): 10,000 events are ~160 MB, more than
-    // the bound, which an unbounded buffer for this one client would therefore break.
-    const description = '🎉'.repeat(4_000);
-    const bound = 150 * 1024 * 1024;
-    const heldBound = 64 * 1024 * 1024;
-    // The garbage of 20 requests in flight (client and server share this process) would otherwise
-    // swing RSS by V8's whim: collected every 250 events, what remains is what is actually held.
-    const gc = collector();
-    gc();
-    const baseline = process.memoryUsage();
-    let peak = baseline.rss;
-    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 25);
-    const started = performance.now();
-    let wireBytes = 0;
-    let published = 0;
-    // By 16 MB of stream the kernel's buffers and the server's are full (they hold ~4 MB here): the
-    // server waits STALL_MS for the client to read before it disconnects it.
-    let fullAt: number | undefined;
-    try {
-      await inParallel(slowCount, 20, async (i) => {
-        const event = await publish({ baseUrl: baseUrl(), token: key }, { namespace: project.namespace, feed: 'general', event: `slow ${i}`, description });
-        wireBytes += Buffer.byteLength(wire(event));
-        if (fullAt === undefined && wireBytes > 16 * 1024 * 1024) fullAt = performance.now();
-        if (++published % 250 === 0) gc();
-      });
-    } finally {
-      clearInterval(sampler);
-    }
-    const seconds = (performance.now() - started) / 1000;
-    peak = Math.max(peak, process.memoryUsage().rss);
-    // What the process still holds, the stalled connection still open on the client's side.
-    gc();
-    const settled = process.memoryUsage();
-    const held = settled.heapUsed + settled.external - (baseline.heapUsed + baseline.external);
-    const growth = peak - baseline.rss;
+  it(
+    `a client that never reads is disconnected and the server's memory stays bounded while ${slowCount.toLocaleString('en')} events are ` +
+      `published (10,000 on PostgreSQL, 2,000 embedded)`,
+    async function () {
+      this.timeout(900_000);
+      const project = await createProject(owner.token);
+      const stalled = await StalledClient.open(baseUrl(), streamPath(project.namespace), key);
+      expect(stalled.head).to.match(/^HTTP\/1\.1 200 /);
+      // ~16 kB per event on the wire (4,000 four-byte characters): 10,000 events are ~160 MB, more than
+      // the bound, which an unbounded buffer for this one client would therefore break.
+      const description = '🎉'.repeat(4_000);
+      const bound = 150 * 1024 * 1024;
+      const heldBound = 64 * 1024 * 1024;
+      // The garbage of 20 requests in flight (client and server share this process) would otherwise
+      // swing RSS by V8's whim: collected every 250 events, what remains is what is actually held.
+      const gc = collector();
+      gc();
+      const baseline = process.memoryUsage();
+      let peak = baseline.rss;
+      const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 25);
+      const started = performance.now();
+      let wireBytes = 0;
+      let published = 0;
+      // By 16 MB of stream the kernel's buffers and the server's are full (they hold ~4 MB here): the
+      // server waits STALL_MS for the client to read before it disconnects it.
+      let fullAt: number | undefined;
+      try {
+        await inParallel(slowCount, 20, async (i) => {
+          const event = await publish(
+            { baseUrl: baseUrl(), token: key },
+            { namespace: project.namespace, feed: 'general', event: `slow ${i}`, description },
+          );
+          wireBytes += Buffer.byteLength(wire(event));
+          if (fullAt === undefined && wireBytes > 16 * 1024 * 1024) fullAt = performance.now();
+          if (++published % 250 === 0) gc();
+        });
+      } finally {
+        clearInterval(sampler);
+      }
+      const seconds = (performance.now() - started) / 1000;
+      peak = Math.max(peak, process.memoryUsage().rss);
+      // What the process still holds, the stalled connection still open on the client's side.
+      gc();
+      const settled = process.memoryUsage();
+      const held = settled.heapUsed + settled.external - (baseline.heapUsed + baseline.external);
+      const growth = peak - baseline.rss;
 
-    // The server cut the client off: once the client reads what the kernel kept, the connection is
-    // closed. (Reading any earlier would count as progress and spare it.)
-    expect(fullAt, 'enough was published to fill the buffers').to.not.equal(undefined);
-    const wait = fullAt! + STALL_MS + 3_000 - performance.now();
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-    const closed = await stalled.drain(10_000);
-    stalled.destroy();
-    const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
-    console.log(
-      `      ${slowCount} events (${mb(wireBytes)} of stream) published in ${seconds.toFixed(1)} s (${(slowCount / seconds).toFixed(0)}/s); ` +
-        `test-process RSS ${mb(baseline.rss)} → peak ${mb(peak)}: growth ${mb(growth)} (bound ${mb(bound)}); ` +
-        `heap+external held after GC ${mb(held)} (bound ${mb(heldBound)}${database().kind === 'postgresql' ? '' : ', not checked embedded'}); the stalled client got ${mb(stalled.bytes)} before being cut off`,
-    );
-    expect(closed, 'the server closed the stalled connection').to.equal(true);
-    // …having stopped sending long before the end: what it sent is bounded by its 1 MiB plus the kernel's buffers.
-    expect(stalled.bytes).to.be.below(wireBytes / 4);
-    expect(growth).to.be.below(bound);
-    // Embedded, PGlite's WebAssembly memory is counted as external and swamps this figure.
-    if (database().kind === 'postgresql') expect(held).to.be.below(heldBound);
-  });
+      // The server cut the client off: once the client reads what the kernel kept, the connection is
+      // closed. (Reading any earlier would count as progress and spare it.)
+      expect(fullAt, 'enough was published to fill the buffers').to.not.equal(undefined);
+      const wait = fullAt! + STALL_MS + 3_000 - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      const closed = await stalled.drain(10_000);
+      stalled.destroy();
+      const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+      console.log(
+        `      ${slowCount} events (${mb(wireBytes)} of stream) published in ${seconds.toFixed(1)} s ` +
+          `(${(slowCount / seconds).toFixed(0)}/s); ` +
+          `test-process RSS ${mb(baseline.rss)} → peak ${mb(peak)}: growth ${mb(growth)} (bound ${mb(bound)}); ` +
+          `heap+external held after GC ${mb(held)} (bound ` +
+          `${mb(heldBound)}${database().kind === 'postgresql' ? '' : ', not checked embedded'}); the stalled client got ` +
+          `${mb(stalled.bytes)} before being cut off`,
+      );
+      expect(closed, 'the server closed the stalled connection').to.equal(true);
+      // …having stopped sending long before the end: what it sent is bounded by its 1 MiB plus the kernel's buffers.
+      expect(stalled.bytes).to.be.below(wireBytes / 4);
+      expect(growth).to.be.below(bound);
+      // Embedded, PGlite's WebAssembly memory is counted as external and swamps this figure.
+      if (database().kind === 'postgresql') expect(held).to.be.below(heldBound);
+    },
+  );
 });

@@ -5,7 +5,7 @@
  * folders are the test's own.
  */
 import { expect } from 'chai';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,15 +16,17 @@ import type { Database } from '../server/src/db/orm.js';
 import { Maintenance, MAINTENANCE_DEFAULTS, type MaintenanceOptions } from '../server/src/maintenance/prune.js';
 import { startServer } from '../server/src/server.js';
 import { IconStore } from '../server/src/storage/icons.js';
-import { database, signUp, sql, startExtraServer } from './support/harness.js';
+import { database, sha256, sql, startExtraServer } from './support/harness.js';
+import { signUp } from './support/accounts.js';
+import { DAY_MS } from './support/http.js';
 import { createProject } from './support/projects.js';
 
 const HOUR_MS = 3_600_000;
-const DAY_MS = 24 * HOUR_MS;
 const silent = pino({ level: 'silent' });
 
+/** A random icon key: the SHA-256 the store names files by. */
 function key(): string {
-  return createHash('sha256').update(randomBytes(16)).digest('hex');
+  return sha256(randomBytes(16));
 }
 
 function clientUrl(db: Database): string | undefined {
@@ -162,7 +164,16 @@ describe('maintenance', () => {
   it('logs a failed scheduled run as a warning and keeps running', async () => {
     const warnings: string[] = [];
     const logger = pino({ level: 'warn' }, { write: (line: string) => warnings.push(JSON.parse(line).msg) });
-    const broken = { kind: 'embedded', orm: { em: { fork: () => { throw new Error('database gone'); } } } } as unknown as Database;
+    const broken = {
+      kind: 'embedded',
+      orm: {
+        em: {
+          fork: () => {
+            throw new Error('database gone');
+          },
+        },
+      },
+    } as unknown as Database;
     const options = { ...MAINTENANCE_DEFAULTS, intervalMs: 10 };
     const maintenance = new Maintenance(broken, icons, logger, loadConfig({}), options).start();
     await waitFor('two failed runs', () => warnings.filter((msg) => msg === 'pruning failed').length >= 2);

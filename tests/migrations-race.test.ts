@@ -72,20 +72,27 @@ describe('migrations: instances starting at once on a new database', function ()
     });
     const outcomes = await Promise.allSettled(starts);
     for (const outcome of outcomes) if (outcome.status === 'fulfilled') servers.push(outcome.value);
-    const failures = outcomes.flatMap((o, i) => (o.status === 'rejected' ? [`instance ${i}: ${(o.reason as Error).message.split('\n')[0]}`]
-      : []));
+    const failures = outcomes.flatMap((o, i) =>
+      o.status === 'rejected' ? [`instance ${i}: ${(o.reason as Error).message.split('\n')[0]}`] : [],
+    );
     const appliedBy = logs.map((entries) => entries.find((e) => e.msg === 'migrations applied')?.migrations?.length ?? 0);
-    console.log(`      ${INSTANCES} instances started at once: ${servers.length} up in ${Math.round(performance.now() - started)} ms; `
-      + `migrations applied per instance: ${appliedBy.join(', ')}${failures.length ? `; failed: ${failures.join('; ')}` : ''}`);
+    console.log(
+      `      ${INSTANCES} instances started at once: ${servers.length} up in ${Math.round(performance.now() - started)} ms; ` +
+        `migrations applied per instance: ${appliedBy.join(', ')}${failures.length ? `; failed: ${failures.join('; ')}` : ''}`,
+    );
     expect(failures, 'instances that failed to start').to.deep.equal([]);
 
     const bundled = readdirSync(path.resolve('server/src/db/migrations'))
       .flatMap((file) => /^(Migration\d+_\w+)\.ts$/.exec(file)?.[1] ?? [])
       .sort();
     const { rows } = await connected(url.toString(), (client) =>
-      client.query<{ name: string; n: number }>('select name, count(*)::int as n from mikro_orm_migrations group by name order by name'));
+      client.query<{ name: string; n: number }>('select name, count(*)::int as n from mikro_orm_migrations group by name order by name'),
+    );
     expect(rows, 'each migration recorded once').to.deep.equal(bundled.map((migration) => ({ name: migration, n: 1 })));
-    expect(appliedBy.reduce((a, b) => a + b, 0), 'migrations applied, over all instances').to.equal(bundled.length);
+    expect(
+      appliedBy.reduce((a, b) => a + b, 0),
+      'migrations applied, over all instances',
+    ).to.equal(bundled.length);
     for (const server of servers) {
       const ready = await fetch(`${server.url}/readyz`);
       expect(ready.status).to.equal(200);

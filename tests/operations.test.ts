@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { http, startExtraServer } from './support/harness.js';
+import { startExtraServer } from './support/harness.js';
+import { http } from './support/http.js';
 
 describe('Prometheus metrics', function () {
   this.timeout(60_000);

@@ -4,30 +4,22 @@
  */
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
-import { baseUrl, signUp, sql, type TestUser } from './support/harness.js';
-import { notPng, png, pngOfSize, storedIcon } from './support/png.js';
+import { baseUrl, count, sha256, sql } from './support/harness.js';
+import { apiToken, signUp, type TestUser } from './support/accounts.js';
+import { call, expectData, expectError, expectInvalid, expectNoContent, ISO_UTC, tally, UUID7, walk } from './support/http.js';
 import {
   addMember,
-  apiToken,
-  call,
-  count,
   createInsight,
   createProject,
-  expectData,
-  expectError,
-  expectInvalid,
-  expectNoContent,
-  invite,
-  ISO,
+  expectNoRowsOfProject,
   iconUrl,
+  invite,
   member,
   namespaceName,
   projectPath,
   rowsOfProject,
-  sha256,
-  UUID7,
-  walk,
 } from './support/projects.js';
+import { notPng, png, pngOfSize, storedIcon } from './support/png.js';
 
 const DATA_URL = 'data:image/png;base64,';
 
@@ -85,11 +77,20 @@ describe('projects', () => {
       });
       expect(project.id).to.match(UUID7);
       expect(project.feeds[0].id).to.match(UUID7);
-      expect(project.created_at).to.match(ISO);
+      expect(project.created_at).to.match(ISO_UTC);
       expect(Date.now() - Date.parse(project.created_at)).to.be.within(-5_000, 60_000);
 
-      expect(await projectRow(namespace)).to.deep.equal({ id: project.id, namespace, name: 'Acme Analytics', icon: null, tier: 0, billing_id: null });
-      expect(await sql('select user_id, role from project_members where project_id = ?', [project.id])).to.deep.equal([{ user_id: owner.id, role: 'owner' }]);
+      expect(await projectRow(namespace)).to.deep.equal({
+        id: project.id,
+        namespace,
+        name: 'Acme Analytics',
+        icon: null,
+        tier: 0,
+        billing_id: null,
+      });
+      expect(await sql('select user_id, role from project_members where project_id = ?', [project.id])).to.deep.equal([
+        { user_id: owner.id, role: 'owner' },
+      ]);
       expect(await sql('select name, description, emoji, type from feeds where project_id = ?', [project.id])).to.deep.equal([
         { name: 'general', description: null, emoji: null, type: 0 },
       ]);
@@ -97,7 +98,12 @@ describe('projects', () => {
       expect(expectData(await call('GET', projectPath(namespace), owner.token))).to.deep.equal(project);
     });
 
-    for (const [field, value] of [['tier', 2], ['billing_id', 'sub_123'], ['tier', 0], ['billing_id', null]] as const) {
+    for (const [field, value] of [
+      ['tier', 2],
+      ['billing_id', 'sub_123'],
+      ['tier', 0],
+      ['billing_id', null],
+    ] as const) {
       it(`refuses ${field}: ${JSON.stringify(value)} in the body with 400, and creates nothing`, async () => {
         const namespace = namespaceName();
         const answer = await call('POST', '/v1/projects', owner.token, { name: 'Sneaky', namespace, [field]: value });
@@ -139,7 +145,11 @@ describe('projects', () => {
       }
     });
 
-    for (const [what, name] of [['empty', ''], ['only white space', '   '], ['101 characters', 'n'.repeat(101)]] as const) {
+    for (const [what, name] of [
+      ['empty', ''],
+      ['only white space', '   '],
+      ['101 characters', 'n'.repeat(101)],
+    ] as const) {
       it(`refuses a name that is ${what} with 400 at /body/name`, async () => {
         const namespace = namespaceName();
         expectInvalid(await call('POST', '/v1/projects', owner.token, { name, namespace }), '/body/name');
@@ -154,26 +164,39 @@ describe('projects', () => {
         expectError(await call('POST', '/v1/projects', token, { name: 'Second', namespace: first.namespace }), 409, 'namespace_taken');
       }
       expect(await projectRow(first.namespace)).to.include({ id: first.id, name: 'First' });
-      expect(await count('select count(*)::int as n from projects p join project_members m on m.project_id = p.id where m.user_id = ? and p.name = ?', [other.id, 'Second'])).to.equal(0);
+      expect(
+        await count(
+          'select count(*)::int as n from projects p join project_members m on m.project_id = p.id where m.user_id = ? and p.name = ?',
+          [other.id, 'Second'],
+        ),
+      ).to.equal(0);
     });
 
-    it('settles a race: 50 concurrent creates of one namespace give exactly one 201 and 49 × 409 namespace_taken, and one row', async function () {
-      this.timeout(60_000);
-      const namespace = namespaceName('race');
-      const answers = await Promise.all(
-        Array.from({ length: 50 }, (_, i) => call('POST', '/v1/projects', owner.token, { name: `Racer ${i}`, namespace })),
-      );
-      const statuses = answers.map((a) => a.status);
-      expect(statuses.filter((s) => s === 201), JSON.stringify(statuses)).to.have.length(1);
-      expect(statuses.filter((s) => s === 409), JSON.stringify(statuses)).to.have.length(49);
-      for (const answer of answers.filter((a) => a.status === 409)) expectError(answer, 409, 'namespace_taken');
-      const winner = expectData(answers.find((a) => a.status === 201)!, 201);
-      expect(await countNamespace(namespace)).to.equal(1);
-      expect(await rowsOfProject(winner.id)).to.deep.include({ projects: 1, project_members: 1, feeds: 1, activity: 1 });
-      // No loser left a member or a feed behind.
-      expect(await count('select count(*)::int as n from project_members m left join projects p on p.id = m.project_id where p.id is null')).to.equal(0);
-      expect(await count('select count(*)::int as n from feeds f left join projects p on p.id = f.project_id where p.id is null')).to.equal(0);
-    });
+    it(
+      'settles a race: 50 concurrent creates of one namespace give exactly one 201 and 49 × 409 namespace_taken, and one ' + 'row',
+      async function () {
+        this.timeout(60_000);
+        const namespace = namespaceName('race');
+        const answers = await Promise.all(
+          Array.from({ length: 50 }, (_, i) => call('POST', '/v1/projects', owner.token, { name: `Racer ${i}`, namespace })),
+        );
+        expect(tally(answers.map((a) => a.status))).to.deep.equal({ 201: 1, 409: 49 });
+        for (const answer of answers.filter((a) => a.status === 409)) expectError(answer, 409, 'namespace_taken');
+        const winner = expectData(
+          answers.find((a) => a.status === 201)!,
+          201,
+        );
+        expect(await countNamespace(namespace)).to.equal(1);
+        expect(await rowsOfProject(winner.id)).to.deep.include({ projects: 1, project_members: 1, feeds: 1, activity: 1 });
+        // No loser left a member or a feed behind.
+        expect(
+          await count('select count(*)::int as n from project_members m left join projects p on p.id = m.project_id where p.id is null'),
+        ).to.equal(0);
+        expect(
+          await count('select count(*)::int as n from feeds f left join projects p on p.id = f.project_id where p.id is null'),
+        ).to.equal(0);
+      },
+    );
 
     it('answers 401 unauthenticated without a credential, and creates nothing', async () => {
       const namespace = namespaceName();
@@ -186,29 +209,29 @@ describe('projects', () => {
     it('lists only the caller’s projects (owned or joined, not merely invited to), newest first, paginated', async function () {
       this.timeout(30_000);
       const [alice, bob, carol] = await Promise.all([signUp(), signUp(), signUp()]);
-      const p1 = await createProject(alice!.token, { name: 'One' });
-      const p2 = await createProject(alice!.token, { name: 'Two' });
-      const p3 = await createProject(alice!.token, { name: 'Three' });
-      await createProject(bob!.token, { name: 'Bob alone' });
-      const p5 = await createProject(bob!.token, { name: 'Bob with Alice' });
-      await addMember(bob!.token, p5.namespace, alice!);
-      const p6 = await createProject(carol!.token, { name: 'Carol invites' });
-      await invite(carol!.token, p6.namespace, alice!.username);
+      const p1 = await createProject(alice.token, { name: 'One' });
+      const p2 = await createProject(alice.token, { name: 'Two' });
+      const p3 = await createProject(alice.token, { name: 'Three' });
+      await createProject(bob.token, { name: 'Bob alone' });
+      const p5 = await createProject(bob.token, { name: 'Bob with Alice' });
+      await addMember(bob.token, p5.namespace, alice);
+      const p6 = await createProject(carol.token, { name: 'Carol invites' });
+      await invite(carol.token, p6.namespace, alice.username);
 
-      const first = expectData(await call('GET', '/v1/projects', alice!.token));
+      const first = expectData(await call('GET', '/v1/projects', alice.token));
       const expected = [p5, p3, p2, p1].map((p) => p.namespace);
       expect(first.items.map((p: any) => p.namespace)).to.deep.equal(expected);
       expect(first.next_cursor).to.equal(null);
       // Each item is the whole Project, as GET answers it.
       for (const item of first.items) {
-        expect(item).to.deep.equal(expectData(await call('GET', projectPath(item.namespace), alice!.token)));
+        expect(item).to.deep.equal(expectData(await call('GET', projectPath(item.namespace), alice.token)));
       }
 
-      const paged = await walk(alice!.token, '/v1/projects', 3);
+      const paged = await walk(alice.token, '/v1/projects', 3);
       expect(paged.pages).to.deep.equal([3, 1]);
       expect(paged.items.map((p: any) => p.namespace)).to.deep.equal(expected);
 
-      const one = expectData(await call('GET', '/v1/projects?limit=1', bob!.token));
+      const one = expectData(await call('GET', '/v1/projects?limit=1', bob.token));
       expect(one.items.map((p: any) => p.namespace)).to.deep.equal([p5.namespace]);
       expect(one.next_cursor).to.be.a('string');
 
@@ -247,7 +270,11 @@ describe('projects', () => {
     it('answers 409 namespace_taken when moving to a namespace in use, and changes nothing', async () => {
       const a = await createProject(owner.token, { name: 'A' });
       const b = await createProject(owner.token, { name: 'B' });
-      expectError(await call('PATCH', projectPath(a.namespace), owner.token, { name: 'A renamed', namespace: b.namespace }), 409, 'namespace_taken');
+      expectError(
+        await call('PATCH', projectPath(a.namespace), owner.token, { name: 'A renamed', namespace: b.namespace }),
+        409,
+        'namespace_taken',
+      );
       expect(expectData(await call('GET', projectPath(a.namespace), owner.token))).to.deep.equal(a);
       expect(expectData(await call('GET', projectPath(b.namespace), owner.token))).to.deep.equal(b);
       expect(await projectRow(a.namespace)).to.include({ id: a.id, name: 'A' });
@@ -256,10 +283,14 @@ describe('projects', () => {
     it('refuses a member with 403 not_owner and a non-member with 404, and changes nothing', async () => {
       const [mate, stranger] = await Promise.all([signUp(), signUp()]);
       const project = await createProject(owner.token, { name: 'Mine' });
-      await addMember(owner.token, project.namespace, mate!);
+      await addMember(owner.token, project.namespace, mate);
       const moved = namespaceName();
-      expectError(await call('PATCH', projectPath(project.namespace), mate!.token, { name: 'Theirs', namespace: moved }), 403, 'not_owner');
-      expectError(await call('PATCH', projectPath(project.namespace), stranger!.token, { name: 'Theirs', namespace: moved }), 404, 'not_found');
+      expectError(await call('PATCH', projectPath(project.namespace), mate.token, { name: 'Theirs', namespace: moved }), 403, 'not_owner');
+      expectError(
+        await call('PATCH', projectPath(project.namespace), stranger.token, { name: 'Theirs', namespace: moved }),
+        404,
+        'not_found',
+      );
       expect(await projectRow(project.namespace)).to.include({ id: project.id, name: 'Mine' });
       expect(await countNamespace(moved)).to.equal(0);
     });
@@ -268,7 +299,14 @@ describe('projects', () => {
       it(`refuses ${JSON.stringify(body)} with 400 and changes nothing`, async () => {
         const project = await createProject(owner.token, { name: 'Free' });
         expectError(await call('PATCH', projectPath(project.namespace), owner.token, body), 400, 'invalid_request');
-        expect(await projectRow(project.namespace)).to.deep.equal({ id: project.id, namespace: project.namespace, name: 'Free', icon: null, tier: 0, billing_id: null });
+        expect(await projectRow(project.namespace)).to.deep.equal({
+          id: project.id,
+          namespace: project.namespace,
+          name: 'Free',
+          icon: null,
+          tier: 0,
+          billing_id: null,
+        });
       });
     }
 
@@ -299,8 +337,7 @@ describe('projects', () => {
       expectError(await call('GET', projectPath(project.namespace), owner.token), 404, 'not_found');
       expectError(await call('GET', projectPath(project.namespace), mate.token), 404, 'not_found');
       expectError(await call('DELETE', projectPath(project.namespace), owner.token), 404, 'not_found');
-      expect(await rowsOfProject(project.id)).to.deep.equal({ projects: 0, project_members: 0, feeds: 0, project_invites: 0, insights: 0, activity: 0 });
-      expect(await count('select count(*)::int as n from events where project_id = ?', [project.id])).to.equal(0);
+      await expectNoRowsOfProject(project.id);
       // Gone from the lists of its members and from the invitee's invites.
       expect(expectData(await call('GET', '/v1/projects', mate.token)).items).to.deep.equal([]);
       expect(expectData(await call('GET', '/v1/users/me/invites', guest.token)).items).to.deep.equal([]);
@@ -325,7 +362,11 @@ describe('projects', () => {
       const project = await createProject(owner.token);
       const answers = await Promise.all([1, 2].map(() => call('DELETE', projectPath(project.namespace), owner.token)));
       expect(answers.map((a) => a.status).sort()).to.deep.equal([204, 404]);
-      expectError(answers.find((a) => a.status === 404)!, 404, 'not_found');
+      expectError(
+        answers.find((a) => a.status === 404)!,
+        404,
+        'not_found',
+      );
       expect(await countNamespace(project.namespace)).to.equal(0);
     });
   });
@@ -367,25 +408,30 @@ describe('projects', () => {
       await expectServed(b.icon, bytes);
     });
 
-    it('on PATCH takes a data URL, refuses bare Base64 with 400 at /body/icon (nothing changed), and removes the icon on null', async () => {
-      const first = uniquePng();
-      const project = await createProject(owner.token, { icon: first.toString('base64') });
+    it(
+      'on PATCH takes a data URL, refuses bare Base64 with 400 at /body/icon (nothing changed), and removes the icon on ' + 'null',
+      async () => {
+        const first = uniquePng();
+        const project = await createProject(owner.token, { icon: first.toString('base64') });
 
-      const bare = uniquePng();
-      expectInvalid(await call('PATCH', projectPath(project.namespace), owner.token, { icon: bare.toString('base64') }), '/body/icon');
-      expect(await projectRow(project.namespace)).to.include({ icon: sha256(storedIcon(first)) });
-      expect((await fetchIcon(iconUrl(sha256(storedIcon(bare))))).status).to.equal(404);
+        const bare = uniquePng();
+        expectInvalid(await call('PATCH', projectPath(project.namespace), owner.token, { icon: bare.toString('base64') }), '/body/icon');
+        expect(await projectRow(project.namespace)).to.include({ icon: sha256(storedIcon(first)) });
+        expect((await fetchIcon(iconUrl(sha256(storedIcon(bare))))).status).to.equal(404);
 
-      const second = uniquePng(20, 10);
-      const changed = expectData(await call('PATCH', projectPath(project.namespace), owner.token, { icon: DATA_URL + second.toString('base64') }));
-      expect(changed).to.deep.equal({ ...project, icon: iconUrl(sha256(storedIcon(second))) });
-      await expectServed(changed.icon, second);
+        const second = uniquePng(20, 10);
+        const changed = expectData(
+          await call('PATCH', projectPath(project.namespace), owner.token, { icon: DATA_URL + second.toString('base64') }),
+        );
+        expect(changed).to.deep.equal({ ...project, icon: iconUrl(sha256(storedIcon(second))) });
+        await expectServed(changed.icon, second);
 
-      const removed = expectData(await call('PATCH', projectPath(project.namespace), owner.token, { icon: null }));
-      expect(removed).to.deep.equal({ ...project, icon: null });
-      expect(await projectRow(project.namespace)).to.include({ icon: null });
-      expect(expectData(await call('GET', projectPath(project.namespace), owner.token)).icon).to.equal(null);
-    });
+        const removed = expectData(await call('PATCH', projectPath(project.namespace), owner.token, { icon: null }));
+        expect(removed).to.deep.equal({ ...project, icon: null });
+        expect(await projectRow(project.namespace)).to.include({ icon: null });
+        expect(expectData(await call('GET', projectPath(project.namespace), owner.token)).icon).to.equal(null);
+      },
+    );
 
     const refused: [string, () => Buffer][] = [
       ['a file that is not a PNG', () => Buffer.concat([notPng, randomBytes(8)])],
@@ -403,7 +449,10 @@ describe('projects', () => {
           expect(await countNamespace(namespace)).to.equal(0);
         }
         const project = await createProject(owner.token);
-        expectInvalid(await call('PATCH', projectPath(project.namespace), owner.token, { icon: DATA_URL + bytes.toString('base64') }), '/body/icon');
+        expectInvalid(
+          await call('PATCH', projectPath(project.namespace), owner.token, { icon: DATA_URL + bytes.toString('base64') }),
+          '/body/icon',
+        );
         expect(await projectRow(project.namespace)).to.include({ icon: null });
         const served = await fetchIcon(iconUrl(sha256(bytes)));
         expect(served.status, 'the refused icon is not served').to.equal(404);
@@ -413,14 +462,21 @@ describe('projects', () => {
     it('stores no file for a project refused with 409 namespace_taken, on create and on update', async () => {
       const taken = await createProject(owner.token);
       const onCreate = uniquePng();
-      expectError(await call('POST', '/v1/projects', owner.token, { name: 'Late', namespace: taken.namespace, icon: onCreate.toString('base64') }), 409, 'namespace_taken');
+      expectError(
+        await call('POST', '/v1/projects', owner.token, { name: 'Late', namespace: taken.namespace, icon: onCreate.toString('base64') }),
+        409,
+        'namespace_taken',
+      );
       expect((await fetchIcon(iconUrl(sha256(storedIcon(onCreate))))).status).to.equal(404);
       expect(await projectRow(taken.namespace)).to.include({ id: taken.id, icon: null });
 
       const mine = await createProject(owner.token);
       const onUpdate = uniquePng();
       expectError(
-        await call('PATCH', projectPath(mine.namespace), owner.token, { namespace: taken.namespace, icon: DATA_URL + onUpdate.toString('base64') }),
+        await call('PATCH', projectPath(mine.namespace), owner.token, {
+          namespace: taken.namespace,
+          icon: DATA_URL + onUpdate.toString('base64'),
+        }),
         409,
         'namespace_taken',
       );

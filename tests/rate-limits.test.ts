@@ -8,44 +8,26 @@
  * Each test runs a server of its own (startExtraServer); counters are in PostgreSQL when the run has
  * a server, emptied before each test, and in memory (per server) with the embedded database.
  */
-import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import type { Context } from 'koa';
-import { createInviteCode } from '../server/src/domain/invite-codes.js';
+import { randomToken } from '../tools/src/conformance/case.js';
 import { addressBucket, clientAddress } from '../server/src/http/rate-limit.js';
 import type { RunningServer } from '../server/src/server.js';
-import { database, http, secret, sql, startExtraServer, uniqueName } from './support/harness.js';
-
-async function call(server: RunningServer, method: string, path: string, headers: Record<string, string> = {}, body?: unknown) {
-  const response = await fetch(server.url + path, {
-    method,
-    headers: { ...headers, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  return { status: response.status, headers: response.headers, json: text ? JSON.parse(text) : undefined };
-}
+import { database, secret, sql, startExtraServer } from './support/harness.js';
+import { signUpOn } from './support/accounts.js';
+import { callAt, http } from './support/http.js';
 
 const failedLogin = (server: RunningServer, headers: Record<string, string> = {}) =>
-  call(server, 'POST', '/v1/auth/login', headers, { login: 'nobody', password: 'wrong-password' });
-
-/** A new account on `server`: its username, password and session token. */
-async function account(server: RunningServer): Promise<{ username: string; password: string; token: string }> {
-  const { code } = await createInviteCode(server.db.orm.em.fork(), {});
-  const username = uniqueName('rl');
-  const password = secret(`pw-${randomBytes(6).toString('hex')}`);
-  const body = { username, email: `${username}@example.com`, password, invite: secret(code) };
-  const answer = await call(server, 'POST', '/v1/auth/signup', {}, body);
-  expect(answer.status).to.equal(201);
-  return { username, password, token: secret(answer.json.data.token as string) };
-}
+  callAt(server.url, 'POST', '/v1/auth/login', undefined, { login: 'nobody', password: 'wrong-password' }, headers);
 
 /** The status of `count` reads of the caller's account with this `Authorization` header (none when undefined). */
 async function statuses(server: RunningServer, count: number, authorization?: string | ((i: number) => string)): Promise<number[]> {
   const seen = [];
   for (let i = 0; i < count; i++) {
     const header = typeof authorization === 'function' ? authorization(i) : authorization;
-    seen.push((await call(server, 'GET', '/v1/users/me', header === undefined ? {} : { Authorization: header })).status);
+    seen.push(
+      (await callAt(server.url, 'GET', '/v1/users/me', undefined, undefined, header === undefined ? {} : { Authorization: header })).status,
+    );
   }
   return seen;
 }
@@ -55,7 +37,7 @@ const times = (status: number, n: number) => new Array<number>(n).fill(status);
 /** A user's sessions on `server`, oldest first. */
 async function sessionsOf(server: RunningServer, username: string): Promise<{ id: string; ip: string | null }[]> {
   const text = 'select s.id, s.ip from sessions s join users u on u.id = s.user_id where u.username = ? order by s.created_at, s.id';
-  return server.db.orm.em.fork().getConnection().execute(text, [username]);
+  return sql(text, [username], server.db);
 }
 
 /** The counters' keys in PostgreSQL; undefined with the embedded database, whose counters are in memory. */
@@ -101,20 +83,20 @@ describe('rate limits', function () {
     expect(refused.headers.get('ratelimit-remaining')).to.equal('0');
   });
 
-  // Class: header spellings. The key was the raw header, so each spelling was a bucket of its own.
+  // Class: header spellings. The bucket is the credential, not the header's text: no spelling has an allowance of its own.
   it('counts one token written 24 ways as one caller', async () => {
     const limited = await start({ API_RATE_LIMIT: '5' });
-    const { token } = await account(limited);
+    const { token } = await signUpOn(limited);
     const schemes = ['Bearer', 'bearer', 'BEARER', 'BeArEr', 'Token', 'token', 'TOKEN', 'tOkEn'];
     const spellings = schemes.flatMap((scheme) => [1, 2, 3].map((spaces) => `${scheme}${' '.repeat(spaces)}${token}`));
     expect(new Set(spellings).size).to.equal(24);
     expect(await statuses(limited, 24, (i) => spellings[i]!)).to.deep.equal([...times(200, 5), ...times(429, 19)]);
   });
 
-  // Class: made-up credentials. Each unknown token had a fresh bucket (and a row of its own).
+  // Class: made-up credentials. A token that resolves to no one counts against its address, with no bucket (or row) of its own.
   it('counts made-up tokens against their address: 429 once it is spent, and no counter per token', async () => {
     const limited = await start({ API_RATE_LIMIT: '5' });
-    const made = Array.from({ length: 50 }, () => `Bearer ses_${randomBytes(32).toString('base64url')}`);
+    const made = Array.from({ length: 50 }, () => `Bearer ${randomToken()}`);
     expect(await statuses(limited, 50, (i) => made[i]!)).to.deep.equal([...times(401, 5), ...times(429, 45)]);
     // Malformed headers and none at all are the same address, as spent.
     expect(await statuses(limited, 2, 'Basic dXNlcjpwYXNz')).to.deep.equal([429, 429]);
@@ -125,11 +107,11 @@ describe('rate limits', function () {
 
   it('counts each credential of a user on its own, and never against the address', async () => {
     const limited = await start({ API_RATE_LIMIT: '5' });
-    const user = await account(limited);
-    const second = await call(limited, 'POST', '/v1/auth/login', {}, { login: user.username, password: user.password });
+    const user = await signUpOn(limited);
+    const second = await callAt(limited.url, 'POST', '/v1/auth/login', undefined, { login: user.username, password: user.password });
     expect(second.status).to.equal(201);
     const secondSession = secret(second.json.data.token as string);
-    const created = await call(limited, 'POST', '/v1/auth/tokens', { Authorization: `Bearer ${secondSession}` }, { name: 'rl' });
+    const created = await callAt(limited.url, 'POST', '/v1/auth/tokens', secondSession, { name: 'rl' });
     expect(created.status).to.equal(201);
     const apiToken = secret(created.json.data.token as string);
 
@@ -147,7 +129,7 @@ describe('rate limits', function () {
 
   it('never limits health checks', async () => {
     const limited = await start({ API_RATE_LIMIT: '1' });
-    for (let i = 0; i < 4; i++) expect((await call(limited, 'GET', '/healthz')).status).to.equal(200);
+    for (let i = 0; i < 4; i++) expect((await callAt(limited.url, 'GET', '/healthz')).status).to.equal(200);
   });
 
   it('is off when the limit is 0 (the suite’s own server): no RateLimit headers', async () => {
@@ -192,9 +174,9 @@ describe('rate limits', function () {
 
     it('stores and counts only an address: anything else a proxy forwards falls back to the peer', async () => {
       const proxied = await start({ AUTH_RATE_LIMIT: '3', TRUST_PROXY: '1' });
-      const user = await account(proxied);
+      const user = await signUpOn(proxied);
       const credentials = { login: user.username, password: user.password };
-      const login = await call(proxied, 'POST', '/v1/auth/login', { 'X-Forwarded-For': 'not-an-address' }, credentials);
+      const login = await callAt(proxied.url, 'POST', '/v1/auth/login', undefined, credentials, { 'X-Forwarded-For': 'not-an-address' });
       expect(login.status).to.equal(201);
       secret(login.json.data.token as string);
       expect((await sessionsOf(proxied, user.username)).map((s) => s.ip)).to.deep.equal(['127.0.0.1', '127.0.0.1']);

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { client, http } from './support/harness.js';
+import { client } from './support/harness.js';
+import { http } from './support/http.js';
 
 describe('GET /v1', () => {
   it('greets without a credential', async () => {

@@ -9,14 +9,23 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { baseUrl, signUp } from './support/harness.js';
+import { baseUrl } from './support/harness.js';
+import { signUp } from './support/accounts.js';
 
 const run = promisify(execFile);
 const root = path.resolve('.');
 const tsc = path.join(root, 'node_modules/typescript/bin/tsc');
 
 const CONSUMER_TSCONFIG = {
-  compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, outDir: 'out', lib: ['ES2022', 'DOM'], types: [] },
+  compilerOptions: {
+    target: 'ES2022',
+    module: 'NodeNext',
+    moduleResolution: 'NodeNext',
+    strict: true,
+    outDir: 'out',
+    lib: ['ES2022', 'DOM'],
+    types: [],
+  },
   include: ['*.ts'],
 };
 
@@ -45,7 +54,6 @@ await sb.GET('/v1/projects', { params: { query: { limit: 'ten' } } });
 await sb.POST('/v1/projects', { body: { name: 'x', namespace: 'abc', colour: 'red' } });
 await sb.PATCH('/v1/projects/{namespace}', { params: { path: { namespace: 'abc' } }, body: { name: 'y', tier: 2 } });
 `;
-
 
 describe('the SDK package', function () {
   this.timeout(240_000);

@@ -2,7 +2,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { createClient, paginate, SignalboardError } from '../sdk/src/index.js';
-import { baseUrl, signUp, uniqueName } from './support/harness.js';
+import { baseUrl } from './support/harness.js';
+import { signUp, uniqueName } from './support/accounts.js';
 
 describe('SDK helpers', function () {
   this.timeout(60_000);
@@ -14,18 +15,25 @@ describe('SDK helpers', function () {
     expect((await sb.POST('/v1/projects', { body: { name: 'Paged', namespace } })).response.status).to.equal(201);
     const created: string[] = [];
     for (let i = 0; i < 7; i++) {
-      const { data } = await sb.POST('/v1/projects/{namespace}/insights', { params: { path: { namespace } }, body: { title: `n${i}`, value: i } });
+      const { data } = await sb.POST('/v1/projects/{namespace}/insights', {
+        params: { path: { namespace } },
+        body: { title: `n${i}`, value: i },
+      });
       created.push(data!.data.id);
     }
     const seen: string[] = [];
-    for await (const insight of paginate(sb, '/v1/projects/{namespace}/insights', { path: { namespace }, query: { limit: 3 } })) seen.push(insight.id);
+    for await (const insight of paginate(sb, '/v1/projects/{namespace}/insights', { path: { namespace }, query: { limit: 3 } }))
+      seen.push(insight.id);
     expect(seen).to.deep.equal([...created].reverse());
   });
 
   it('paginate throws a SignalboardError carrying status and code when a page is refused', async () => {
     const sb = createClient({ baseUrl: baseUrl(), token: (await signUp()).token });
     const pages = paginate(sb, '/v1/projects/{namespace}/insights', { path: { namespace: 'no-such-project' } });
-    const error = await pages.next().then(() => undefined, (e: unknown) => e);
+    const error = await pages.next().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).to.be.instanceOf(SignalboardError);
     expect(error).to.include({ status: 404, code: 'not_found' });
   });

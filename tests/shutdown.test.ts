@@ -11,18 +11,9 @@ import path from 'node:path';
 import { expect } from 'chai';
 import type { RunningServer } from '../server/src/server.js';
 import { secret, startExtraServer } from './support/harness.js';
-import { operatorInviteCode, startServiceProcess, type ServiceProcess } from './support/service-process.js';
+import { callAt } from './support/http.js';
+import { embeddedServiceEnv, operatorInviteCode, startServiceProcess, type ServiceProcess } from './support/service-process.js';
 import { RawStream } from './support/sse.js';
-
-async function json(url: string, method: string, token: string | undefined, body?: unknown): Promise<{ status: number; json: any }> {
-  const response = await fetch(url, {
-    method,
-    headers: { ...(token ? { Authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  return { status: response.status, json: text ? JSON.parse(text) : undefined };
-}
 
 /** The error code behind a failed fetch: ECONNREFUSED for a refused connection, UND_ERR_SOCKET or ECONNRESET for a cut one. */
 function errorCode(error: unknown): string {
@@ -53,20 +44,22 @@ describe('SIGTERM with keep-alive clients hammering the service', function () {
 
   it('answers every request in flight with Connection: close, ends streams cleanly, exits 0, and loses or invents no write', async () => {
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'signalboard-shutdown-'));
-    const { DATABASE_URL: _embedded, ...inherited } = process.env;
-    const env = { ...inherited, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', AUTH_RATE_LIMIT: '0', API_RATE_LIMIT: '0', BCRYPT_ROUNDS: '4' };
+    const env = embeddedServiceEnv(dataDir);
     const service = await startServiceProcess(env);
     services.push(service);
     const invite = secret(await operatorInviteCode(env));
-    const signup = await json(`${service.url}/v1/auth/signup`, 'POST', undefined, {
-      username: 'drainer', email: 'drainer@example.com', password: secret('drainer-password'), invite,
+    const signup = await callAt(service.url, 'POST', '/v1/auth/signup', undefined, {
+      username: 'drainer',
+      email: 'drainer@example.com',
+      password: secret('drainer-password'),
+      invite,
     });
     expect(signup.status).to.equal(201);
     const token = secret(signup.json.data.token as string);
-    expect((await json(`${service.url}/v1/projects`, 'POST', token, { namespace: 'drain', name: 'Drain' })).status).to.equal(201);
-    const insight = await json(`${service.url}/v1/projects/drain/insights`, 'POST', token, { title: 'count', value: 0 });
+    expect((await callAt(service.url, 'POST', '/v1/projects', token, { namespace: 'drain', name: 'Drain' })).status).to.equal(201);
+    const insight = await callAt(service.url, 'POST', '/v1/projects/drain/insights', token, { title: 'count', value: 0 });
     expect(insight.status).to.equal(201);
-    const insightUrl = `${service.url}/v1/projects/drain/insights/${insight.json.data.id}`;
+    const insightPath = `/v1/projects/drain/insights/${insight.json.data.id}`;
     const stream = await RawStream.open(`${service.url}/v1/projects/drain/events/stream`, { token });
     await stream.until(() => stream.retry !== undefined, 10_000);
 
@@ -79,16 +72,11 @@ describe('SIGTERM with keep-alive clients hammering the service', function () {
       let closeAnswers = 0;
       for (;;) {
         try {
-          const response = await fetch(insightUrl, {
-            method: 'PATCH',
-            headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-            body: JSON.stringify({ increment: 1 }),
-          });
-          await response.arrayBuffer();
-          expect(response.status).to.equal(200);
+          const answer = await callAt(service.url, 'PATCH', insightPath, token, { increment: 1 });
+          expect(answer.status).to.equal(200);
           acknowledged += 1;
           if (performance.now() > signalledAt) afterSignal += 1;
-          if (response.headers.get('connection') === 'close') closeAnswers += 1;
+          if (answer.headers.get('connection') === 'close') closeAnswers += 1;
         } catch (error) {
           return { acknowledged, afterSignal, closeAnswers, ended: errorCode(error) };
         }
@@ -106,20 +94,29 @@ describe('SIGTERM with keep-alive clients hammering the service', function () {
 
     const acknowledged = results.reduce((sum, r) => sum + r.acknowledged, 0);
     const afterSignal = results.reduce((sum, r) => sum + r.afterSignal, 0);
-    console.log(`      ${acknowledged} increments acknowledged, ${afterSignal} of them after SIGTERM; ` +
-      `drain: ${drained.ms} ms, ${drained.answered} requests answered during it, ${drained.cut} cut; exit ${code} after ${Math.round(exitMs)} ms`);
+    console.log(
+      `      ${acknowledged} increments acknowledged, ${afterSignal} of them after SIGTERM; ` +
+        `drain: ${String(drained.ms)} ms, ${String(drained.answered)} requests answered during it, ${String(drained.cut)} cut; ` +
+        `exit ${code} after ${Math.round(exitMs)} ms`,
+    );
     expect(code, `exit code; stderr: ${service.stderr()}`).to.equal(0);
     expect(drained.msg).to.equal('drained');
     expect(drained.cut).to.equal(0);
     // Each client's last request found the listener closed: it was never sent, so never applied.
-    expect(results.map((r) => r.ended), 'how each client ended').to.deep.equal(results.map(() => 'ECONNREFUSED'));
-    expect(results.every((r) => r.closeAnswers >= 1), 'each busy connection was told Connection: close').to.equal(true);
+    expect(
+      results.map((r) => r.ended),
+      'how each client ended',
+    ).to.deep.equal(results.map(() => 'ECONNREFUSED'));
+    expect(
+      results.every((r) => r.closeAnswers >= 1),
+      'each busy connection was told Connection: close',
+    ).to.equal(true);
     expect(streamEnd, 'the live stream').to.equal('end');
 
     // Every acknowledged increment is stored, and no unacknowledged one.
     const again = await startServiceProcess(env);
     services.push(again);
-    const stored = await json(`${again.url}/v1/projects/drain/insights`, 'GET', token);
+    const stored = await callAt(again.url, 'GET', '/v1/projects/drain/insights', token);
     expect(stored.status).to.equal(200);
     expect(stored.json.data.items.map((item: { value: number }) => item.value)).to.deep.equal([acknowledged]);
     again.child.kill('SIGTERM');
@@ -139,22 +136,21 @@ describe('SIGTERM with slow requests in flight', function () {
 
   it('finishes the requests in flight, refuses new connections, closes and exits 0', async () => {
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'signalboard-drain-'));
-    const { DATABASE_URL: _embedded, ...inherited } = process.env;
     // Slow sign-ups: bcrypt at 11 rounds takes a few hundred milliseconds each, one after another.
-    const env = { ...inherited, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', AUTH_RATE_LIMIT: '0', API_RATE_LIMIT: '0', BCRYPT_ROUNDS: '11' };
+    const env = embeddedServiceEnv(dataDir, { BCRYPT_ROUNDS: '11' });
     service = await startServiceProcess(env);
     const { url, log } = service;
     const code = secret(await operatorInviteCode(env));
 
     const inFlight = Array.from({ length: 3 }, (_, i) =>
-      fetch(`${url}/v1/auth/signup`, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({ username: `drain_${i}`, email: `drain_${i}@example.com`, password: secret(`drain-password-${i}`), invite: code }),
-      }).then(async (response) => {
-        const body = (await response.json()) as { data?: { token?: string } };
-        if (body.data?.token) secret(body.data.token);
-        return { status: response.status, done: performance.now() };
+      callAt(url, 'POST', '/v1/auth/signup', undefined, {
+        username: `drain_${i}`,
+        email: `drain_${i}@example.com`,
+        password: secret(`drain-password-${i}`),
+        invite: code,
+      }).then((answer) => {
+        if (answer.json?.data?.token) secret(answer.json.data.token as string);
+        return { status: answer.status, done: performance.now() };
       }),
     );
     // Let the requests reach the service (the first bcrypt round is under way), then stop it.
@@ -182,18 +178,36 @@ describe('SIGTERM with slow requests in flight', function () {
     const finished = await allDone;
     const exitCode = await service.exited;
 
-    console.log(`      in flight at SIGTERM: ${finished.length} sign-ups, answered ${finished.map((f) => f.status).join(', ')} ` +
-      `after ${finished.map((f) => Math.round(f.done - signalled)).join(', ')} ms; 'shutting down' logged ${acknowledged} ms after SIGTERM; ` +
-      `first new connection refused at ${firstRefusal ? `${firstRefusal.at} ms (${firstRefusal.outcome}` +
-      `${stillPendingAtRefusal ? ', sign-ups still in flight' : ', after the sign-ups were done'})` : 'never'}; exit ${exitCode}`);
-    expect(finished.map((f) => f.status), 'the in-flight sign-ups complete normally').to.deep.equal([201, 201, 201]);
-    expect(finished.some((f) => f.done - signalled > 50), 'some sign-up was still in flight at SIGTERM').to.equal(true);
+    console.log(
+      `      in flight at SIGTERM: ${finished.length} sign-ups, answered ${finished.map((f) => f.status).join(', ')} ` +
+        `after ${finished.map((f) => Math.round(f.done - signalled)).join(', ')} ms; 'shutting down' logged ${acknowledged} ms after ` +
+        `SIGTERM; ` +
+        `first new connection refused at ${
+          firstRefusal
+            ? `${firstRefusal.at} ms (${firstRefusal.outcome}` +
+              `${stillPendingAtRefusal ? ', sign-ups still in flight' : ', after the sign-ups were done'})`
+            : 'never'
+        }; exit ${exitCode}`,
+    );
+    expect(
+      finished.map((f) => f.status),
+      'the in-flight sign-ups complete normally',
+    ).to.deep.equal([201, 201, 201]);
+    expect(
+      finished.some((f) => f.done - signalled > 50),
+      'some sign-up was still in flight at SIGTERM',
+    ).to.equal(true);
     // Refused: the listener is closed (ECONNREFUSED), or the connection was still in the kernel's
     // backlog when it closed and is reset; never served.
-    expect(probes[0]!.outcome, `a new connection once the service said it is shutting down (probes: ${JSON.stringify(probes)})`)
-      .to.be.oneOf(['ECONNREFUSED', 'ECONNRESET']);
+    expect(
+      probes[0]!.outcome,
+      `a new connection once the service said it is shutting down (probes: ${JSON.stringify(probes)})`,
+    ).to.be.oneOf(['ECONNREFUSED', 'ECONNRESET']);
     expect(exitCode, 'exit code').to.equal(0);
-    expect(log.some((e) => e.msg === 'shutting down' && e.signal === 'SIGTERM'), 'the log says it is shutting down').to.equal(true);
+    expect(
+      log.some((e) => e.msg === 'shutting down' && e.signal === 'SIGTERM'),
+      'the log says it is shutting down',
+    ).to.equal(true);
   });
 });
 
@@ -241,17 +255,26 @@ describe('slow and greedy connections', function () {
     expect(ms).to.be.within(1_900, 4_500);
   });
 
-  it('accepts at most HTTP_MAX_CONNECTIONS connections at once; the next one is closed unanswered, and a freed slot serves again', async () => {
-    const open = await Promise.all(Array.from({ length: 5 }, () => new Promise<net.Socket>((resolve) => {
-      const socket = net.connect(port, '127.0.0.1', () => resolve(socket));
-    })));
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const extra = await trickle('GET /v1 HTTP/1.1\r\nHost: x\r\n\r\n', '', 50);
-    expect(extra.received).to.equal('');
-    expect(extra.ms).to.be.below(1_000);
-    for (const socket of open) socket.destroy();
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const answer = await fetch(`${server.url}/v1`, { headers: { Connection: 'close' } });
-    expect(answer.status).to.equal(200);
-  });
+  it(
+    'accepts at most HTTP_MAX_CONNECTIONS connections at once; the next one is closed unanswered, and a freed slot serves ' + 'again',
+    async () => {
+      const open = await Promise.all(
+        Array.from(
+          { length: 5 },
+          () =>
+            new Promise<net.Socket>((resolve) => {
+              const socket = net.connect(port, '127.0.0.1', () => resolve(socket));
+            }),
+        ),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const extra = await trickle('GET /v1 HTTP/1.1\r\nHost: x\r\n\r\n', '', 50);
+      expect(extra.received).to.equal('');
+      expect(extra.ms).to.be.below(1_000);
+      for (const socket of open) socket.destroy();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const answer = await fetch(`${server.url}/v1`, { headers: { Connection: 'close' } });
+      expect(answer.status).to.equal(200);
+    },
+  );
 });

@@ -22,11 +22,15 @@ import net from 'node:net';
 import { expect } from 'chai';
 import pg from 'pg';
 import { pino } from 'pino';
-import { createInviteCode } from '../server/src/domain/invite-codes.js';
 import { PostgresBus, type BusMessage } from '../server/src/live/bus.js';
 import type { RunningServer } from '../server/src/server.js';
-import { secret } from './support/harness.js';
-import { callService as call, startServiceOnOwnCluster, type ClusterAnswer as Answer, type ServiceOnCluster } from './support/own-cluster.js';
+import { signUpOn } from './support/accounts.js';
+import {
+  callService as call,
+  startServiceOnOwnCluster,
+  type ClusterAnswer as Answer,
+  type ServiceOnCluster,
+} from './support/own-cluster.js';
 import type { PgCluster } from './support/pg-cluster.js';
 
 function expectUnavailable(answer: Answer, when: string): void {
@@ -34,7 +38,7 @@ function expectUnavailable(answer: Answer, when: string): void {
   expect(answer.status, what).to.equal(503);
   expect(answer.json, what).to.deep.equal({ success: false, error: { code: 'unavailable', message: answer.json.error.message } });
   expect(answer.json.error.message, what).to.be.a('string').and.not.equal('');
-  expect(Number(answer.retryAfter), `${what}: Retry-After`).to.be.within(1, 60);
+  expect(Number(answer.headers.get('retry-after')), `${what}: Retry-After`).to.be.within(1, 60);
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -56,12 +60,7 @@ describe('stall: the database hangs instead of refusing', function () {
     ({ cluster, server } = own);
     base = server.url;
 
-    const { code } = await createInviteCode(server.db.orm.em.fork(), { uses: 1 });
-    secret(code);
-    const account = { username: 'stalled', email: 'stalled@example.com', password: secret('stalled-password'), invite: code };
-    const signup = await call(base, 'POST', '/v1/auth/signup', undefined, account);
-    expect(signup.status, JSON.stringify(signup.json)).to.equal(201);
-    token = secret(signup.json.data.token as string);
+    ({ token } = await signUpOn(server, { username: 'stalled', password: 'stalled-password' }));
     expect((await call(base, 'POST', '/v1/projects', token, { namespace, name: 'Stall proof' })).status).to.equal(201);
     for (let i = 0; i < 10; i++) {
       const insight = await call(base, 'POST', `/v1/projects/${namespace}/insights`, token, { title: `before ${i}`, value: i });
@@ -87,7 +86,8 @@ describe('stall: the database hangs instead of refusing', function () {
     const started = performance.now();
     while (performance.now() - started < 5_000) {
       const waiting = await cluster.psql(
-        `select count(*) from pg_stat_activity where datname = 'signalboard' and wait_event_type = 'Lock'`);
+        `select count(*) from pg_stat_activity where datname = 'signalboard' and wait_event_type = 'Lock'`,
+      );
       if (Number(waiting.trim()) > 0) return;
       await sleep(20);
     }
@@ -133,10 +133,16 @@ describe('stall: the database hangs instead of refusing', function () {
     /** New requests, more at once than the pool has connections (10), /readyz among them; GET /healthz and GET /v1 alongside. */
     const round = async (label: string): Promise<number> => {
       const requests: [string, string, unknown?][] = [
-        ...needsDatabase, ...needsDatabase, ...needsDatabase, ['GET', '/readyz'], ['GET', '/readyz'],
+        ...needsDatabase,
+        ...needsDatabase,
+        ...needsDatabase,
+        ['GET', '/readyz'],
+        ['GET', '/readyz'],
       ];
       const [roundAnswers, healthz, root] = await Promise.all([
-        Promise.all(requests.map(send)), call(base, 'GET', '/healthz'), call(base, 'GET', '/v1'),
+        Promise.all(requests.map(send)),
+        call(base, 'GET', '/healthz'),
+        call(base, 'GET', '/v1'),
       ]);
       answers.push(...roundAnswers);
       const slowest = Math.max(...roundAnswers.map((a) => a.ms));
@@ -172,8 +178,10 @@ describe('stall: the database hangs instead of refusing', function () {
     const others = answers.filter((a) => a.request !== 'GET /readyz');
     const slowest = others.reduce((a, b) => (b.ms > a.ms ? b : a));
     const slowestReady = readyz.reduce((a, b) => (b.ms > a.ms ? b : a));
-    console.log(`      stall of ${Math.round(thawedAt - frozenAt)} ms: ${answers.length} answers, all 503 unavailable with Retry-After; `
-      + `slowest ${Math.round(slowest.ms)} ms (${slowest.request}), /readyz slowest ${Math.round(slowestReady.ms)} ms of ${readyz.length}`);
+    console.log(
+      `      stall of ${Math.round(thawedAt - frozenAt)} ms: ${answers.length} answers, all 503 unavailable with Retry-After; ` +
+        `slowest ${Math.round(slowest.ms)} ms (${slowest.request}), /readyz slowest ${Math.round(slowestReady.ms)} ms of ${readyz.length}`,
+    );
     expect(slowest.ms, `the slowest answer while the database hangs (${slowest.request})`).to.be.below(8_000);
     expect(slowestReady.ms, 'the slowest /readyz while the database hangs').to.be.below(2_500);
 
@@ -219,24 +227,29 @@ describe('stall: the database hangs instead of refusing', function () {
     const proxyUrl = `postgres://postgres@127.0.0.1:${(proxy.address() as net.AddressInfo).port}/signalboard`;
     const direct = new pg.Client({ connectionString: cluster.url('signalboard') });
     await direct.connect();
-    let n = 0;
-    const execute = (sql: string, params: unknown[]) => direct.query(sql.replace(/\?/g, () => `$${++n}`), params).finally(() => (n = 0));
+    const notify = (channel: string, payload: string) => direct.query('select pg_notify($1, $2)', [channel, payload]);
     const bounds = { connectTimeoutMs: 500, acquireTimeoutMs: 500, statementTimeoutMs: 1_000 };
     const logger = pino({ level: 'silent' });
     let bus: PostgresBus | undefined;
     try {
       answering = false;
       const refused = await Promise.race([
-        PostgresBus.start(proxyUrl, execute, logger, bounds).then(() => 'started', (error: Error) => error.message),
+        PostgresBus.start(proxyUrl, notify, logger, bounds).then(
+          () => 'started',
+          (error: Error) => error.message,
+        ),
         sleep(5_000).then(() => 'no outcome within 5 s'),
       ]);
       expect(refused, 'starting against a server that never answers').to.equal('timeout expired');
 
       answering = true;
-      bus = await PostgresBus.start(proxyUrl, execute, logger, bounds);
+      bus = await PostgresBus.start(proxyUrl, notify, logger, bounds);
       const received: BusMessage[] = [];
       let resets = 0;
-      bus.subscribe((message) => received.push(message), () => resets++);
+      bus.subscribe(
+        (message) => received.push(message),
+        () => resets++,
+      );
       // The connection is lost, and for 2 s every attempt to connect again goes into the hole.
       answering = false;
       intoTheHole = 0;
@@ -246,8 +259,10 @@ describe('stall: the database hangs instead of refusing', function () {
       answering = true;
       const back = performance.now();
       while (resets === 0 && performance.now() - back < 10_000) await sleep(20);
-      console.log(`      live listener: ${attempts} attempt(s) to connect in 2 s of no answer; `
-        + `listening again ${Math.round(performance.now() - back)} ms after the database answered`);
+      console.log(
+        `      live listener: ${attempts} attempt(s) to connect in 2 s of no answer; ` +
+          `listening again ${Math.round(performance.now() - back)} ms after the database answered`,
+      );
       expect(resets, 'the listener reconnected (and told its subscribers to catch up)').to.equal(1);
       const message: BusMessage = { kind: 'project-deleted', projectId: '00000000-0000-4000-8000-000000000001' };
       await bus.announce(message);

@@ -1,10 +1,11 @@
 /**
- * API tokens (extension): minted, listed and revoked with a session token only; they act for their
+ * API tokens: minted, listed and revoked with a session token only; they act for their
  * user elsewhere, are stored only as a SHA-256 hash, and stop working at once when revoked or expired.
  */
 import { expect } from 'chai';
-import { client, http, secret, signUp, sql, type TestUser } from './support/harness.js';
-import { DAY_MS, expectCloseTo, expectFailure, expectInvalid, ISO_UTC, sha256, UUID, type Answer } from './support/answers.js';
+import { client, secret, sha256, sql } from './support/harness.js';
+import { signUp, type TestUser } from './support/accounts.js';
+import { call, DAY_MS, expectCloseTo, expectError, expectInvalid, http, ISO_UTC, UUID7, type Answer } from './support/http.js';
 
 const API_TOKEN = /^api_[A-Za-z0-9_-]{43}$/;
 
@@ -16,24 +17,20 @@ interface Created {
   expires_at: string | null;
 }
 
-function auth(token: string): Record<string, string> {
-  return { Authorization: `Bearer ${token}` };
-}
-
 function postToken(token: string, body: unknown): Promise<Answer> {
-  return http('POST', '/v1/auth/tokens', { headers: { ...auth(token), 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  return call('POST', '/v1/auth/tokens', token, body);
 }
 
 function listTokens(token: string, query = ''): Promise<Answer> {
-  return http('GET', `/v1/auth/tokens${query}`, { headers: auth(token) });
+  return call('GET', `/v1/auth/tokens${query}`, token);
 }
 
 function deleteToken(token: string, id: string): Promise<Answer> {
-  return http('DELETE', `/v1/auth/tokens/${id}`, { headers: auth(token) });
+  return call('DELETE', `/v1/auth/tokens/${id}`, token);
 }
 
 function me(token: string): Promise<Answer> {
-  return http('GET', '/v1/users/me', { headers: auth(token) });
+  return call('GET', '/v1/users/me', token);
 }
 
 async function mint(sessionToken: string, body: { name: string; expires_in_days?: number }): Promise<Created> {
@@ -44,14 +41,24 @@ async function mint(sessionToken: string, body: { name: string; expires_in_days?
 }
 
 async function tokenRows(userId: string) {
-  return sql<{ id: string; user_id: string; name: string; token_hash: string; created_at: Date; last_used_at: Date | null; expires_at: Date | null }>(
-    'select id, user_id, name, token_hash, created_at, last_used_at, expires_at from api_tokens where user_id = ? order by id',
-    [userId],
-  );
+  return sql<{
+    id: string;
+    user_id: string;
+    name: string;
+    token_hash: string;
+    created_at: Date;
+    last_used_at: Date | null;
+    expires_at: Date | null;
+  }>('select id, user_id, name, token_hash, created_at, last_used_at, expires_at from api_tokens where user_id = ? order by id', [userId]);
 }
 
 async function rowById(id: string) {
-  return (await sql<{ id: string; token_hash: string; last_used_at: Date | null }>('select id, token_hash, last_used_at from api_tokens where id = ?', [id]))[0];
+  return (
+    await sql<{ id: string; token_hash: string; last_used_at: Date | null }>(
+      'select id, token_hash, last_used_at from api_tokens where id = ?',
+      [id],
+    )
+  )[0];
 }
 
 describe('POST /v1/auth/tokens', () => {
@@ -69,7 +76,7 @@ describe('POST /v1/auth/tokens', () => {
     const created = data!.data;
     secret(created.token);
     expect(created).to.have.all.keys('id', 'name', 'token', 'created_at', 'expires_at');
-    expect(created.id).to.match(UUID);
+    expect(created.id).to.match(UUID7);
     expect(created.name).to.equal('ci deploy');
     expect(created.token).to.match(API_TOKEN);
     expect(created.created_at).to.match(ISO_UTC);
@@ -141,11 +148,11 @@ describe('POST /v1/auth/tokens', () => {
     it('refuses a body that is not JSON with 415, and a missing one with 400', async () => {
       const fresh = await signUp();
       const textPlain = await http('POST', '/v1/auth/tokens', {
-        headers: { ...auth(fresh.token), 'Content-Type': 'text/plain' },
+        headers: { Authorization: `Bearer ${fresh.token}`, 'Content-Type': 'text/plain' },
         body: JSON.stringify({ name: 'plain' }),
       });
-      expectFailure(textPlain, 415, 'unsupported_media_type');
-      expectInvalid(await http('POST', '/v1/auth/tokens', { headers: auth(fresh.token) }), '/body');
+      expectError(textPlain, 415, 'unsupported_media_type');
+      expectInvalid(await call('POST', '/v1/auth/tokens', fresh.token), '/body');
       expect(await tokenRows(fresh.id)).to.have.length(0);
     });
   });
@@ -163,31 +170,27 @@ describe('API tokens on session-only routes', () => {
 
   it('refuses POST /v1/auth/tokens with 403 session_required and creates nothing', async () => {
     const before = (await tokenRows(user.id)).map((r) => [r.id, r.name, r.token_hash]);
-    expectFailure(await postToken(apiToken.token, { name: 'escalation' }), 403, 'session_required');
+    expectError(await postToken(apiToken.token, { name: 'escalation' }), 403, 'session_required');
     expect((await tokenRows(user.id)).map((r) => [r.id, r.name, r.token_hash])).to.deep.equal(before);
     expect(await sql('select id from api_tokens where name = ?', ['escalation'])).to.have.length(0);
   });
 
   it('refuses GET /v1/auth/tokens with 403 session_required', async () => {
-    expectFailure(await listTokens(apiToken.token), 403, 'session_required');
+    expectError(await listTokens(apiToken.token), 403, 'session_required');
   });
 
   it('refuses DELETE /v1/auth/tokens/{id} with 403 session_required and deletes nothing', async () => {
     const before = await tokenRows(user.id);
-    expectFailure(await deleteToken(apiToken.token, other.id), 403, 'session_required');
-    expectFailure(await deleteToken(apiToken.token, apiToken.id), 403, 'session_required');
+    expectError(await deleteToken(apiToken.token, other.id), 403, 'session_required');
+    expectError(await deleteToken(apiToken.token, apiToken.id), 403, 'session_required');
     expect((await tokenRows(user.id)).map((r) => r.id)).to.deep.equal(before.map((r) => r.id));
     expect((await me(other.token)).status).to.equal(200);
   });
 
   it('asks for a credential first: no credential is 401 unauthenticated on every token route', async () => {
-    expectFailure(await http('GET', '/v1/auth/tokens'), 401, 'unauthenticated');
-    expectFailure(
-      await http('POST', '/v1/auth/tokens', { headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'anonymous' }) }),
-      401,
-      'unauthenticated',
-    );
-    expectFailure(await http('DELETE', `/v1/auth/tokens/${other.id}`), 401, 'unauthenticated');
+    expectError(await call('GET', '/v1/auth/tokens'), 401, 'unauthenticated');
+    expectError(await call('POST', '/v1/auth/tokens', undefined, { name: 'anonymous' }), 401, 'unauthenticated');
+    expectError(await call('DELETE', `/v1/auth/tokens/${other.id}`), 401, 'unauthenticated');
     expect(await rowById(other.id)).to.not.equal(undefined);
   });
 });
@@ -300,13 +303,13 @@ describe('DELETE /v1/auth/tokens/{id}', () => {
     const answer = await deleteToken(user.token, created.id);
     expect(answer.status).to.equal(204);
     expect(answer.text).to.equal('');
-    expectFailure(await me(created.token), 401, 'unauthenticated');
+    expectError(await me(created.token), 401, 'unauthenticated');
     expect(await rowById(created.id)).to.equal(undefined);
     expect((await tokenRows(user.id)).map((r) => r.id)).to.deep.equal([kept.id]);
     expect((await me(kept.token)).status).to.equal(200);
 
     // Deleting it again: it no longer exists.
-    expectFailure(await deleteToken(user.token, created.id), 404, 'not_found');
+    expectError(await deleteToken(user.token, created.id), 404, 'not_found');
   });
 
   it('answers 404 not_found for another user’s token, which keeps working', async () => {
@@ -314,7 +317,7 @@ describe('DELETE /v1/auth/tokens/{id}', () => {
     const intruder = await signUp();
     const created = await mint(owner.token, { name: 'owned' });
     const answer = await deleteToken(intruder.token, created.id);
-    expectFailure(answer, 404, 'not_found');
+    expectError(answer, 404, 'not_found');
     expect(await rowById(created.id)).to.not.equal(undefined);
     const still = await me(created.token);
     expect(still.status).to.equal(200);
@@ -324,11 +327,11 @@ describe('DELETE /v1/auth/tokens/{id}', () => {
   it('answers 404 not_found for an unknown id', async () => {
     const user = await signUp();
     const before = await sql<{ n: number }>('select count(*)::int as n from api_tokens');
-    expectFailure(await deleteToken(user.token, '01900000-0000-7000-8000-000000000000'), 404, 'not_found');
+    expectError(await deleteToken(user.token, '01900000-0000-7000-8000-000000000000'), 404, 'not_found');
     expect(await sql<{ n: number }>('select count(*)::int as n from api_tokens')).to.deep.equal(before);
   });
 
-  it('answers 400 invalid_request for an id that is not a UUID', async () => {
+  it('answers 400 invalid_request for an id that is not a UUID7', async () => {
     const user = await signUp();
     const created = await mint(user.token, { name: 'survivor' });
     expectInvalid(await deleteToken(user.token, 'not-a-uuid'), '/path/id');
@@ -342,7 +345,7 @@ describe('expired API tokens', () => {
     const created = await mint(user.token, { name: 'expiring', expires_in_days: 1 });
     expect((await me(created.token)).status).to.equal(200);
     await sql(`update api_tokens set expires_at = now() - interval '1 second' where id = ?`, [created.id]);
-    expectFailure(await me(created.token), 401, 'unauthenticated');
+    expectError(await me(created.token), 401, 'unauthenticated');
     // The session that made it is unaffected.
     expect((await me(user.token)).status).to.equal(200);
   });
@@ -352,7 +355,7 @@ describe('API tokens and their user', () => {
   it('keep working after the session that made them logs out', async () => {
     const user = await signUp();
     const created = await mint(user.token, { name: 'outlives the session' });
-    const logout = await http('DELETE', '/v1/auth/logout', { headers: auth(user.token) });
+    const logout = await call('DELETE', '/v1/auth/logout', user.token);
     expect(logout.status).to.equal(204);
     const answer = await me(created.token);
     expect(answer.status).to.equal(200);

@@ -11,7 +11,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { INVITE_USES } from '../tools/src/conformance/index.js';
-import { baseUrl, inviteCode } from './support/harness.js';
+import { baseUrl } from './support/harness.js';
+import { inviteCode } from './support/accounts.js';
 
 const run = promisify(execFile);
 const root = path.resolve('.');
@@ -44,7 +45,9 @@ function dependencyClosure(modules: string): Set<string> {
   const visit = (name: string) => {
     if (reached.has(name)) return;
     reached.add(name);
-    const manifest = JSON.parse(readFileSync(path.join(modules, name, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
+    const manifest = JSON.parse(readFileSync(path.join(modules, name, 'package.json'), 'utf8')) as {
+      dependencies?: Record<string, string>;
+    };
     for (const dependency of Object.keys(manifest.dependencies ?? {})) visit(dependency);
   };
   visit('@signalboard/tools');
@@ -86,42 +89,68 @@ describe('the tools package (npx @signalboard/tools)', function () {
     const modules = path.join(dir, 'node_modules');
     const installed = installedPackages(modules);
     const closure = dependencyClosure(modules);
-    expect([...installed.keys()].filter((name) => !closure.has(name.split(' > ').pop()!)), 'installed but not a dependency of the package').to.deep.equal([]);
+    expect(
+      [...installed.keys()].filter((name) => !closure.has(name.split(' > ').pop()!)),
+      'installed but not a dependency of the package',
+    ).to.deep.equal([]);
     expect(closure).to.include.members(['@signalboard/tools', 'openapi-response-validator']);
-    for (const serverSide of ['@signalboard/sdk', 'koa', '@mikro-orm/core', 'pg', '@electric-sql/pglite', 'pino', 'stripe', 'bcryptjs', 'tsx']) {
+    for (const serverSide of [
+      '@signalboard/sdk',
+      'koa',
+      '@mikro-orm/core',
+      'pg',
+      '@electric-sql/pglite',
+      'pino',
+      'stripe',
+      'bcryptjs',
+      'tsx',
+    ]) {
       expect(installed.has(serverSide), `${serverSide} installed`).to.equal(false);
     }
 
     const files = filesUnder(path.join(modules, '@signalboard/tools'));
-    expect(files.filter((f) => !/^(package\.json|README\.md|dist\/.+\.js|dist\/openapi\.json)$/.test(f)), 'files outside dist/*.js, the contract, README and package.json').to.deep.equal([]);
+    expect(
+      files.filter((f) => !/^(package\.json|README\.md|dist\/.+\.js|dist\/openapi\.json)$/.test(f)),
+      'files outside dist/*.js, the contract, README and package.json',
+    ).to.deep.equal([]);
     expect(files).to.include.members(['dist/cli.js', 'dist/conformance/index.js', 'dist/openapi.json', 'README.md']);
     const code = files.filter((f) => f.endsWith('.js')).map((f) => readFileSync(path.join(modules, '@signalboard/tools', f), 'utf8'));
-    expect(code.filter((text) => /from '(\.\.\/)+(server|sdk|spec|tests)\//.test(text)), 'modules importing from the repository').to.deep.equal([]);
+    expect(
+      code.filter((text) => /from '(\.\.\/)+(server|sdk|spec|tests)\//.test(text)),
+      'modules importing from the repository',
+    ).to.deep.equal([]);
     expect(readFileSync(path.join(modules, '@signalboard/tools/dist/openapi.json'), 'utf8'), 'the packaged contract').to.equal(
       readFileSync(path.join(root, 'spec/generated/openapi.json'), 'utf8'),
     );
   });
 
-  it('runs `signalboard conformance` against the server: exit 0, the coverage summary, junit.xml and conformance.json that pass', async () => {
-    const code = await inviteCode({ uses: INVITE_USES });
-    const reportDir = path.join(dir, 'report');
-    const outcome = await signalboard(['conformance', '--base-url', baseUrl(), '--invite-code', code, '--report-dir', reportDir]);
-    expect(outcome.code, `${outcome.stdout}\n${outcome.stderr}`).to.equal(0);
-    const coverage = /^\s+coverage: operations (\d+)\/(\d+), documented statuses (\d+)\/(\d+) exercised/m.exec(outcome.stdout);
-    expect(coverage, 'the coverage summary line').to.not.equal(null);
-    expect(coverage![1]).to.equal(coverage![2]);
-    console.log(`      packaged run: ${coverage![0].trim()}`);
-    expect(outcome.stdout).to.not.include(code);
+  it(
+    'runs `signalboard conformance` against the server: exit 0, the coverage summary, junit.xml and conformance.json that ' + 'pass',
+    async () => {
+      const code = await inviteCode({ uses: INVITE_USES });
+      const reportDir = path.join(dir, 'report');
+      const outcome = await signalboard(['conformance', '--base-url', baseUrl(), '--invite-code', code, '--report-dir', reportDir]);
+      expect(outcome.code, `${outcome.stdout}\n${outcome.stderr}`).to.equal(0);
+      const coverage = /^\s+coverage: operations (\d+)\/(\d+), documented statuses (\d+)\/(\d+) exercised/m.exec(outcome.stdout);
+      expect(coverage, 'the coverage summary line').to.not.equal(null);
+      expect(coverage![1]).to.equal(coverage![2]);
+      console.log(`      packaged run: ${coverage![0].trim()}`);
+      expect(outcome.stdout).to.not.include(code);
 
-    const json = path.join(reportDir, 'conformance.json');
-    const junit = path.join(reportDir, 'junit.xml');
-    expect(existsSync(json) && existsSync(junit), 'both reports written').to.equal(true);
-    const result = JSON.parse(readFileSync(json, 'utf8')) as { ok: boolean; counts: { failed: number; blocked: number }; uncoveredOperations: string[] };
-    expect(result.ok).to.equal(true);
-    expect(result.counts.failed + result.counts.blocked).to.equal(0);
-    expect(result.uncoveredOperations).to.deep.equal([]);
-    expect(readFileSync(junit, 'utf8')).to.match(/<testsuites [^>]*tests="[1-9]\d*" failures="0" errors="0"/);
-  });
+      const json = path.join(reportDir, 'conformance.json');
+      const junit = path.join(reportDir, 'junit.xml');
+      expect(existsSync(json) && existsSync(junit), 'both reports written').to.equal(true);
+      const result = JSON.parse(readFileSync(json, 'utf8')) as {
+        ok: boolean;
+        counts: { failed: number; blocked: number };
+        uncoveredOperations: string[];
+      };
+      expect(result.ok).to.equal(true);
+      expect(result.counts.failed + result.counts.blocked).to.equal(0);
+      expect(result.uncoveredOperations).to.deep.equal([]);
+      expect(readFileSync(junit, 'utf8')).to.match(/<testsuites [^>]*tests="[1-9]\d*" failures="0" errors="0"/);
+    },
+  );
 
   it('answers usage errors with exit 2: an unknown command, and conformance without --base-url', async () => {
     const unknown = await signalboard(['nonsense']);
@@ -134,6 +163,8 @@ describe('the tools package (npx @signalboard/tools)', function () {
 
     const help = await signalboard(['--help']);
     expect(help.code).to.equal(0);
-    expect(help.stdout).to.match(/usage: npx @signalboard\/tools <command>/).and.to.match(/^\s+conformance\s/m);
+    expect(help.stdout)
+      .to.match(/usage: npx @signalboard\/tools <command>/)
+      .and.to.match(/^\s+conformance\s/m);
   });
 });

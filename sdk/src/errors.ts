@@ -33,7 +33,12 @@ export class SignalboardError extends Error {
   static fromEnvelope(status: number, body: unknown): SignalboardError {
     const error = (body as { error?: { code?: unknown; message?: unknown; details?: unknown } } | undefined)?.error;
     if (error && typeof error.code === 'string' && typeof error.message === 'string') {
-      return new SignalboardError(status, error.code as ErrorCode, error.message, Array.isArray(error.details) ? (error.details as ErrorDetail[]) : undefined);
+      return new SignalboardError(
+        status,
+        error.code as ErrorCode,
+        error.message,
+        Array.isArray(error.details) ? (error.details as ErrorDetail[]) : undefined,
+      );
     }
     return new SignalboardError(status, 'unexpected_response', `The service answered ${status} without an error envelope.`);
   }

@@ -107,7 +107,10 @@ function isClient(target: SignalboardClient | SignalboardClientOptions): target 
 export async function publish(target: SignalboardClient | SignalboardClientOptions, input: PublishInput): Promise<Event> {
   const client = isClient(target) ? target : createClient(target);
   const { namespace, feed, ...body } = input;
-  const { data, error, response } = await client.POST('/v1/projects/{namespace}/feeds/{feed}/events', { params: { path: { namespace, feed } }, body });
+  const { data, error, response } = await client.POST('/v1/projects/{namespace}/feeds/{feed}/events', {
+    params: { path: { namespace, feed } },
+    body,
+  });
   if (data) return data.data;
   throw SignalboardError.fromEnvelope(response.status, error);
 }
@@ -129,11 +132,16 @@ export function projectEvents(options: SignalboardClientOptions & { namespace: s
 
 /** The paths whose GET answers a cursor-paginated list. */
 export type ListPath = {
-  [P in keyof paths]: paths[P] extends { get: { responses: { 200: { content: { 'application/json': { data: { items: unknown[]; next_cursor: string | null } } } } } } } ? P : never;
+  [P in keyof paths]: paths[P] extends {
+    get: { responses: { 200: { content: { 'application/json': { data: { items: unknown[]; next_cursor: string | null } } } } } };
+  }
+    ? P
+    : never;
 }[keyof paths];
 
 type ListGet<P extends ListPath> = paths[P] extends { get: infer G } ? G : never;
-type ListItem<P extends ListPath> = ListGet<P> extends { responses: { 200: { content: { 'application/json': { data: { items: (infer I)[] } } } } } } ? I : never;
+type ListItem<P extends ListPath> =
+  ListGet<P> extends { responses: { 200: { content: { 'application/json': { data: { items: (infer I)[] } } } } } } ? I : never;
 type ListParams<P extends ListPath> = ListGet<P> extends { parameters: infer Q } ? Q : never;
 
 /**
@@ -150,8 +158,13 @@ export async function* paginate<P extends ListPath>(
   const base = params as { path?: Record<string, string>; query?: Record<string, unknown> };
   let cursor: string | undefined;
   do {
-    const get = client.GET as unknown as (path: string, init: unknown) => Promise<{ data?: { data: { items: ListItem<P>[]; next_cursor: string | null } }; error?: unknown; response: Response }>;
-    const { data, error, response } = await get(path, { params: { path: base.path, query: { ...base.query, ...(cursor ? { cursor } : {}) } } });
+    const get = client.GET as unknown as (
+      path: string,
+      init: unknown,
+    ) => Promise<{ data?: { data: { items: ListItem<P>[]; next_cursor: string | null } }; error?: unknown; response: Response }>;
+    const { data, error, response } = await get(path, {
+      params: { path: base.path, query: { ...base.query, ...(cursor ? { cursor } : {}) } },
+    });
     if (!data) throw SignalboardError.fromEnvelope(response.status, error);
     yield* data.data.items;
     cursor = data.data.next_cursor ?? undefined;

@@ -75,7 +75,8 @@ export class SseParser {
 
   private line(line: string): SseMessage | undefined {
     if (line === '') {
-      const dispatch = this.data.length > 0 ? { id: this.lastEventId, event: this.eventType || 'message', data: this.data.join('\n') } : undefined;
+      const dispatch =
+        this.data.length > 0 ? { id: this.lastEventId, event: this.eventType || 'message', data: this.data.join('\n') } : undefined;
       this.data = [];
       this.eventType = '';
       return dispatch;
@@ -189,7 +190,8 @@ export async function* streamEvents(options: StreamEventsOptions): AsyncGenerato
       }
     } catch (error) {
       if (signal?.aborted) return;
-      if (error instanceof SyntaxError) throw new SignalboardError(response.status, 'unexpected_response', `The stream sent an event that is not JSON: ${error.message}`);
+      if (error instanceof SyntaxError)
+        throw new SignalboardError(response.status, 'unexpected_response', `The stream sent an event that is not JSON: ${error.message}`);
       reason = error;
     } finally {
       // Runs too when the caller leaves the loop early: the connection is closed, not leaked.

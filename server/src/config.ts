@@ -94,21 +94,28 @@ function boolean(env: NodeJS.ProcessEnv, name: string): boolean {
 }
 
 function origins(raw: string | undefined): string[] {
-  return (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean).map((origin) => {
-    let parsed: URL;
-    try {
-      parsed = new URL(origin);
-    } catch {
-      throw new ConfigError(`CORS_ORIGINS: "${origin}" is not an origin like https://app.example.com`);
-    }
-    if (parsed.origin !== origin) throw new ConfigError(`CORS_ORIGINS: "${origin}" is not an origin like https://app.example.com`);
-    return origin;
-  });
+  return (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((origin) => {
+      let parsed: URL;
+      try {
+        parsed = new URL(origin);
+      } catch {
+        throw new ConfigError(`CORS_ORIGINS: "${origin}" is not an origin like https://app.example.com`);
+      }
+      if (parsed.origin !== origin) throw new ConfigError(`CORS_ORIGINS: "${origin}" is not an origin like https://app.example.com`);
+      return origin;
+    });
 }
 
 function priceTiers(raw: string | undefined): Map<string, number> {
   const tiers = new Map<string, number>();
-  for (const pair of (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const pair of (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const match = /^([A-Za-z0-9_]+):(\d+)$/.exec(pair);
     if (!match) throw new ConfigError(`STRIPE_PRICE_TIERS: "${pair}" is not of the form price_id:tier`);
     tiers.set(match[1]!, Number(match[2]));
@@ -136,8 +143,10 @@ function httpSettings(env: NodeJS.ProcessEnv): Config['http'] {
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 1_000, 600_000),
   };
   // Node refuses a headers timeout longer than the request's; a drain must outlast an idle connection.
-  if (http.headersTimeoutMs > http.requestTimeoutMs) throw new ConfigError('HTTP_HEADERS_TIMEOUT_MS must not exceed HTTP_REQUEST_TIMEOUT_MS');
-  if (http.keepAliveTimeoutMs >= http.shutdownTimeoutMs) throw new ConfigError('SHUTDOWN_TIMEOUT_MS must exceed HTTP_KEEP_ALIVE_TIMEOUT_MS');
+  if (http.headersTimeoutMs > http.requestTimeoutMs)
+    throw new ConfigError('HTTP_HEADERS_TIMEOUT_MS must not exceed HTTP_REQUEST_TIMEOUT_MS');
+  if (http.keepAliveTimeoutMs >= http.shutdownTimeoutMs)
+    throw new ConfigError('SHUTDOWN_TIMEOUT_MS must exceed HTTP_KEEP_ALIVE_TIMEOUT_MS');
   return http;
 }
 

@@ -63,7 +63,15 @@ export class MethodNotAllowed extends ApiError {
 
 export class Conflict extends ApiError {
   constructor(
-    code: 'namespace_taken' | 'username_taken' | 'email_taken' | 'already_member' | 'already_invited' | 'owner_cannot_leave' | 'feed_name_taken' | 'last_feed',
+    code:
+      | 'namespace_taken'
+      | 'username_taken'
+      | 'email_taken'
+      | 'already_member'
+      | 'already_invited'
+      | 'owner_cannot_leave'
+      | 'feed_name_taken'
+      | 'last_feed',
     message: string,
   ) {
     super(409, code, message);
@@ -95,7 +103,9 @@ export class UnsupportedMediaType extends ApiError {
 
 export class TooManyRequests extends ApiError {
   constructor(retryAfterSeconds: number) {
-    super(429, 'rate_limited', `Too many requests; retry in ${retryAfterSeconds} s.`, undefined, { 'Retry-After': String(retryAfterSeconds) });
+    super(429, 'rate_limited', `Too many requests; retry in ${retryAfterSeconds} s.`, undefined, {
+      'Retry-After': String(retryAfterSeconds),
+    });
   }
 }
 

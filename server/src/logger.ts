@@ -49,7 +49,9 @@ export function createLogger(level: string, format: 'json' | 'pretty' = 'json', 
     {
       level,
       // Readable lines for a developer's terminal; JSON (one object a line) for everything else.
-      ...(format === 'pretty' ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' } } } : {}),
+      ...(format === 'pretty'
+        ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' } } }
+        : {}),
       base: { service: 'signalboard' },
       formatters: { log: censorSecrets },
     },

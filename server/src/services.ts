@@ -42,16 +42,9 @@ export interface BuiltServices {
  * Builds the services over an open database. `publicUrl` is read lazily: the service's own address
  * (for the default `/cdn`) is known only once it listens.
  */
-export async function createServices(
-  config: Config,
-  logger: Logger,
-  db: Database,
-  publicUrl: () => string,
-): Promise<BuiltServices> {
+export async function createServices(config: Config, logger: Logger, db: Database, publicUrl: () => string): Promise<BuiltServices> {
   const bus: EventBus =
-    db.kind === 'postgresql'
-      ? await PostgresBus.start(config.databaseUrl!, notifyThrough(db), logger, config.database)
-      : new LocalBus();
+    db.kind === 'postgresql' ? await PostgresBus.start(config.databaseUrl!, notifyThrough(db), logger, config.database) : new LocalBus();
   const live = new LiveStreams(db.orm, bus, (viewers) => viewersStillAllowed(db.orm.em.fork(), viewers), logger, {
     heartbeatMs: config.live.heartbeatMs,
     maxBufferedBytes: 1024 * 1024,
@@ -66,7 +59,9 @@ export async function createServices(
     live,
     databaseFailure: () => db.failed(),
     announce(message) {
-      bus.announce(message).catch((error: unknown) => logger.warn({ err: { type: (error as Error).name }, kind: message.kind }, 'live announce failed'));
+      bus
+        .announce(message)
+        .catch((error: unknown) => logger.warn({ err: { type: (error as Error).name }, kind: message.kind }, 'live announce failed'));
     },
   };
   const rateLimits = RateLimits.create(config, db);

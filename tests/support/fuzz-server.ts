@@ -7,14 +7,9 @@
  * Database: with DATABASE_URL, a fresh database on that server (dropped on close) when `fresh`
  * is set, else DATABASE_URL itself; without it, embedded PGlite in a new temporary folder.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { pino, type Logger } from 'pino';
-import { loadConfig } from '../../server/src/config.js';
-import { startServer, type RunningServer } from '../../server/src/server.js';
+import type { RunningServer } from '../../server/src/server.js';
+import { freshPostgresDatabase, startServerIn } from './harness.js';
 
 export type FuzzServer = RunningServer;
 
@@ -31,43 +26,7 @@ export const FUZZ_SERVER_ENV = {
 };
 
 export async function startFuzzServer(env: NodeJS.ProcessEnv, options: { fresh?: boolean; logger?: Logger } = {}): Promise<FuzzServer> {
-  const fresh = options.fresh ?? true;
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'signalboard-fuzz-'));
-  let databaseUrl = env.DATABASE_URL || '';
-  let drop = async () => {};
-  if (databaseUrl && fresh) {
-    const name = `sb_fuzz_${Date.now()}_${randomBytes(3).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: databaseUrl });
-    await admin.connect();
-    await admin.query(`create database ${name}`);
-    await admin.end();
-    const adminUrl = databaseUrl;
-    const url = new URL(databaseUrl);
-    url.pathname = `/${name}`;
-    databaseUrl = url.toString();
-    drop = async () => {
-      const client = new pg.Client({ connectionString: adminUrl });
-      await client.connect();
-      await client.query(`drop database if exists ${name} with (force)`);
-      await client.end();
-    };
-  }
-  const config = { ...loadConfig({ ...env, ...FUZZ_SERVER_ENV, DATABASE_URL: databaseUrl }), port: 0, host: '127.0.0.1', dataDir };
-  const logger = options.logger ?? pino({ level: 'silent' });
-  let server: RunningServer;
-  try {
-    server = await startServer(config, logger);
-  } catch (error) {
-    await drop().catch(() => {});
-    rmSync(dataDir, { recursive: true, force: true });
-    throw error;
-  }
-  return {
-    ...server,
-    close: async () => {
-      await server.close();
-      await drop();
-      rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
+  const fresh = env.DATABASE_URL && (options.fresh ?? true) ? await freshPostgresDatabase(env.DATABASE_URL, 'sb_fuzz') : undefined;
+  const serverEnv = { ...env, ...FUZZ_SERVER_ENV, DATABASE_URL: fresh?.url ?? env.DATABASE_URL ?? '' };
+  return startServerIn('signalboard-fuzz', serverEnv, options.logger ?? pino({ level: 'silent' }), fresh?.drop);
 }

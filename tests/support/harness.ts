@@ -1,24 +1,22 @@
 /**
- * The server under test and the tools tests use on it: SDK clients, raw HTTP, direct database
- * reads (to assert what is or is not stored), and a register of every secret the run handled, which
- * is checked against the whole database and the server's log at the end.
+ * The server under test and what the tests read of it directly: its address, its database (to assert
+ * what is or is not stored), SDK clients, other servers beside it, and a register of every secret
+ * the run handled, which is checked against the whole database and the server's log at the end.
  */
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { createClient, type SignalboardClient } from '../../sdk/src/index.js';
 import { loadConfig } from '../../server/src/config.js';
-import { createInviteCode } from '../../server/src/domain/invite-codes.js';
 import { startServer, type RunningServer } from '../../server/src/server.js';
 
 export const outputDir = path.resolve('.test-output');
 const logFile = path.join(outputDir, 'server.log');
 
 let server: RunningServer | undefined;
-let cleanup: (() => Promise<void>) | undefined;
 const secrets = new Set<string>();
 
 export function baseUrl(): string {
@@ -31,8 +29,9 @@ export function database(): RunningServer['db'] {
   return server.db;
 }
 
-async function freshPostgresDatabase(adminUrl: string): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `sb_test_${Date.now()}_${randomBytes(3).toString('hex')}`;
+/** A new database on the PostgreSQL server of `adminUrl`, and how to drop it (unless KEEP_TEST_DB is set). */
+export async function freshPostgresDatabase(adminUrl: string, prefix = 'sb_test'): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `${prefix}_${Date.now()}_${randomBytes(3).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   await admin.query(`create database ${name}`);
@@ -51,30 +50,60 @@ async function freshPostgresDatabase(adminUrl: string): Promise<{ url: string; d
   };
 }
 
-/** The suite signs up hundreds of accounts from one address: its server runs without rate limits (tests/rate-limits.test.ts starts its own). */
+/**
+ * The suite signs up hundreds of accounts from one address: its server runs without rate limits
+ * (tests/rate-limits.test.ts starts servers of its own).
+ */
 const UNLIMITED = { AUTH_RATE_LIMIT: '0', API_RATE_LIMIT: '0' };
+
+/**
+ * startServer with `env` as its environment, on 127.0.0.1 and a free port, in a new temporary data
+ * folder; closing it also removes the folder and then runs `afterClose` (which also runs when the
+ * start fails).
+ */
+export async function startServerIn(
+  prefix: string,
+  env: NodeJS.ProcessEnv,
+  logger: Logger,
+  afterClose = async () => {},
+): Promise<RunningServer> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), `${prefix}-`));
+  const removeAll = async () => {
+    rmSync(dataDir, { recursive: true, force: true });
+    await afterClose();
+  };
+  let started: RunningServer;
+  try {
+    started = await startServer({ ...loadConfig(env), port: 0, host: '127.0.0.1', dataDir }, logger);
+  } catch (error) {
+    await removeAll().catch(() => {});
+    throw error;
+  }
+  return {
+    ...started,
+    close: async () => {
+      await started.close();
+      await removeAll();
+    },
+  };
+}
+
+/** Info level, to the run's log file: the log is part of what the run checks for leaked secrets. */
+function runLogger(): Logger {
+  return pino({ level: 'info' }, pino.destination({ dest: logFile, sync: true }));
+}
 
 export async function startTestServer(): Promise<void> {
   mkdirSync(outputDir, { recursive: true });
   rmSync(logFile, { force: true });
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'signalboard-test-'));
-  let databaseUrl: string | undefined;
-  let dropDatabase = async () => {};
-  if (process.env.DATABASE_URL) {
-    const fresh = await freshPostgresDatabase(process.env.DATABASE_URL);
-    databaseUrl = fresh.url;
-    dropDatabase = fresh.drop;
-  }
-  const config = { ...loadConfig({ ...process.env, DATABASE_URL: databaseUrl ?? '', ...UNLIMITED }), port: 0, host: '127.0.0.1', dataDir };
-  // Info level, to a file: the log is part of what the run checks for leaked secrets.
-  const logger = pino({ level: 'info' }, pino.destination({ dest: logFile, sync: true }));
-  server = await startServer(config, logger);
+  const fresh = process.env.DATABASE_URL ? await freshPostgresDatabase(process.env.DATABASE_URL) : undefined;
+  server = await startServerIn(
+    'signalboard-test',
+    { ...process.env, DATABASE_URL: fresh?.url ?? '', ...UNLIMITED },
+    runLogger(),
+    fresh?.drop,
+  );
   console.log(`\n  Tests run against: ${server.db.description}\n`);
-  cleanup = async () => {
-    await server?.close();
-    await dropDatabase();
-    rmSync(dataDir, { recursive: true, force: true });
-  };
 }
 
 export async function stopTestServer(): Promise<void> {
@@ -82,7 +111,7 @@ export async function stopTestServer(): Promise<void> {
   try {
     await assertNoSecretStored();
   } finally {
-    await cleanup?.();
+    await server?.close();
     server = undefined;
     if (description) console.log(`\n  Tests ran against: ${description}\n`);
   }
@@ -91,9 +120,11 @@ export async function stopTestServer(): Promise<void> {
 /** Any plain secret the run handled (password, token, invite code), as text in any table or log line, fails the run. */
 async function assertNoSecretStored(): Promise<void> {
   if (!server || secrets.size === 0) return;
-  const tables = (await sql<{ table_name: string }>(
-    `select table_name from information_schema.tables where table_schema = 'public' and table_type = 'BASE TABLE'`,
-  )).map((r) => r.table_name);
+  const tables = (
+    await sql<{ table_name: string }>(
+      `select table_name from information_schema.tables where table_schema = 'public' and table_type = 'BASE TABLE'`,
+    )
+  ).map((r) => r.table_name);
   const dump = [];
   for (const table of tables) dump.push(JSON.stringify(await sql(`select * from "${table}"`)));
   const stored = dump.join('\n');
@@ -108,58 +139,28 @@ export function secret<T extends string>(value: T): T {
   return value;
 }
 
-export async function sql<T = Record<string, unknown>>(text: string, params: unknown[] = []): Promise<T[]> {
-  return (await database().orm.em.fork().getConnection().execute(text, params)) as T[];
+/** A statement on the run's database, or on `db` (an extra server's, which embedded is a database of its own). */
+export async function sql<T = Record<string, unknown>>(
+  text: string,
+  params: unknown[] = [],
+  db: RunningServer['db'] = database(),
+): Promise<T[]> {
+  return db.orm.em.fork().getConnection().execute<T[]>(text, params);
+}
+
+/** The first column of the first row, as a number: `select count(*)::int as n …`. */
+export async function count(text: string, params: unknown[] = [], db: RunningServer['db'] = database()): Promise<number> {
+  const [row] = await sql<Record<string, unknown>>(text, params, db);
+  return Number(Object.values(row!)[0]);
+}
+
+/** Hex SHA-256: what the service stores instead of a token or an invite code, and names an icon by. */
+export function sha256(data: string | Buffer): string {
+  return createHash('sha256').update(data).digest('hex');
 }
 
 export function client(token?: string): SignalboardClient {
   return createClient({ baseUrl: baseUrl(), ...(token ? { token } : {}) });
-}
-
-/** Raw HTTP, for what the SDK would hide: headers, malformed bodies, content types. */
-export async function http(method: string, urlPath: string, init: { headers?: Record<string, string>; body?: string } = {}) {
-  const response = await fetch(baseUrl() + urlPath, { method, headers: init.headers, body: init.body });
-  const text = await response.text();
-  let json: any;
-  try {
-    json = text ? JSON.parse(text) : undefined;
-  } catch {
-    json = undefined;
-  }
-  return { status: response.status, headers: response.headers, text, json };
-}
-
-export async function inviteCode(options: { uses?: number; expiresInDays?: number } = {}): Promise<string> {
-  const { code } = await createInviteCode(database().orm.em.fork(), options);
-  return secret(code);
-}
-
-let counter = 0;
-
-export function uniqueName(prefix = 'user'): string {
-  counter += 1;
-  return `${prefix}_${process.pid % 1000}_${counter}_${randomBytes(2).toString('hex')}`.slice(0, 32);
-}
-
-export interface TestUser {
-  id: string;
-  username: string;
-  email: string;
-  password: string;
-  token: string;
-}
-
-/** A new account through the public sign-up route. */
-export async function signUp(overrides: Partial<{ username: string; email: string; password: string; userAgent: string }> = {}): Promise<TestUser> {
-  const username = overrides.username ?? uniqueName();
-  const email = overrides.email ?? `${username}@example.com`;
-  const password = secret(overrides.password ?? `pw-${randomBytes(8).toString('hex')}`);
-  const { data, error, response } = await client().POST('/v1/auth/signup', {
-    body: { username, email, password, invite: await inviteCode() },
-    ...(overrides.userAgent ? { headers: { 'User-Agent': overrides.userAgent } } : {}),
-  });
-  if (!data) throw new Error(`sign-up failed: ${response.status} ${JSON.stringify(error)}`);
-  return { id: data.data.user.id, username: data.data.user.username, email, password, token: secret(data.data.token) };
 }
 
 /**
@@ -168,24 +169,8 @@ export async function signUp(overrides: Partial<{ username: string; email: strin
  * data folder of its own, since a PGlite folder has one owner. It logs to the run's log file, which
  * the end-of-run secret check reads. The caller closes it; closing also removes its data folder.
  */
-export async function startExtraServer(env: Record<string, string> = {}): Promise<RunningServer> {
+export function startExtraServer(env: Record<string, string> = {}): Promise<RunningServer> {
   const main = database();
   const databaseUrl = main.kind === 'postgresql' ? main.orm.config.get('clientUrl') : undefined;
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'signalboard-test-extra-'));
-  const config = { ...loadConfig({ ...process.env, ...UNLIMITED, ...env, DATABASE_URL: databaseUrl ?? '' }), port: 0, host: '127.0.0.1', dataDir };
-  const logger = pino({ level: 'info' }, pino.destination({ dest: logFile, sync: true }));
-  let extra: RunningServer;
-  try {
-    extra = await startServer(config, logger);
-  } catch (error) {
-    rmSync(dataDir, { recursive: true, force: true });
-    throw error;
-  }
-  return {
-    ...extra,
-    close: async () => {
-      await extra.close();
-      rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
+  return startServerIn('signalboard-test-extra', { ...process.env, ...UNLIMITED, ...env, DATABASE_URL: databaseUrl ?? '' }, runLogger());
 }

@@ -2,7 +2,8 @@
  * Root hooks: one real server per run, listening on a free port, on a fresh database.
  * With DATABASE_URL the run creates its own database on that PostgreSQL server (and drops it after);
  * without it, an embedded PGlite database in a new temporary folder. Either way the run says which.
- * Every answer the run gets through fetch is checked against the contract (response-check.ts).
+ * Every answer the run gets through fetch is judged against the contract by the conformance
+ * package's judge (response-check.ts).
  */
 import { baseUrl, startTestServer, stopTestServer } from './harness.js';
 import { assertResponsesMatchContract, installResponseCheck } from './response-check.js';
@@ -10,13 +11,16 @@ import { assertResponsesMatchContract, installResponseCheck } from './response-c
 export const mochaHooks = {
   async beforeAll(this: Mocha.Context) {
     this.timeout(120_000);
-    await installResponseCheck(() => [new URL(baseUrl()).origin]);
+    installResponseCheck(() => [new URL(baseUrl()).origin]);
     await startTestServer();
   },
   async afterAll(this: Mocha.Context) {
     this.timeout(60_000);
-    let contractError: unknown;
-    await assertResponsesMatchContract().catch((error: unknown) => (contractError = error));
+    // The server is stopped (and its end-of-run checks run) whatever the contract check found.
+    const contractError = await assertResponsesMatchContract().then(
+      () => undefined,
+      (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
+    );
     await stopTestServer();
     if (contractError) throw contractError;
   },

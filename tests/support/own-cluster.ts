@@ -10,37 +10,33 @@ import { pino } from 'pino';
 import { loadConfig, type Config } from '../../server/src/config.js';
 import { startServer, type RunningServer } from '../../server/src/server.js';
 import { outputDir } from './harness.js';
+import { send, type Answer } from './http.js';
 import { createCluster, findPostgresBinaries, type PgCluster } from './pg-cluster.js';
 
-export interface ClusterAnswer {
+export interface ClusterAnswer extends Answer {
+  /** `METHOD /path`, for the messages. */
   request: string;
   /** 0: no answer within 20 s. */
   status: number;
-  json: any;
-  retryAfter: string | null;
   ms: number;
 }
 
+/** A JSON call that gives up after 20 s and says so (status 0), for a database that may hang the service. */
 export async function callService(base: string, method: string, urlPath: string, token?: string, body?: unknown): Promise<ClusterAnswer> {
   const request = `${method} ${urlPath}`;
   const started = performance.now();
-  let response: Response;
   try {
-    response = await fetch(base + urlPath, {
-      method,
-      headers: {
-        ...(token ? { Authorization: `Bearer ${token}` } : {}),
-        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      signal: AbortSignal.timeout(20_000),
-    });
+    const answer = await send(
+      base,
+      { method, path: urlPath, ...(token ? { token } : {}), ...(body === undefined ? {} : { json: body }) },
+      { timeoutMs: 20_000 },
+    );
+    return { ...answer, request, ms: performance.now() - started };
   } catch (error) {
     if ((error as Error).name !== 'TimeoutError') throw error;
-    return { request, status: 0, json: { noAnswerWithinMs: 20_000 }, retryAfter: null, ms: performance.now() - started };
+    const json = { noAnswerWithinMs: 20_000 };
+    return { request, status: 0, headers: new Headers(), text: JSON.stringify(json), json, ms: performance.now() - started };
   }
-  const text = await response.text();
-  return { request, status: response.status, json: text ? JSON.parse(text) : undefined, retryAfter: response.headers.get('Retry-After'), ms: performance.now() - started };
 }
 
 export interface ServiceOnCluster {
@@ -80,7 +76,10 @@ export async function startServiceOnOwnCluster(label: string): Promise<ServiceOn
     };
     for (const name of ['DB_CONNECT_TIMEOUT_MS', 'DB_ACQUIRE_TIMEOUT_MS', 'DB_STATEMENT_TIMEOUT_MS']) delete env[name];
     const config = { ...loadConfig(env), port: 0, host: '127.0.0.1', dataDir };
-    const server = await startServer(config, pino({ level: 'info' }, pino.destination({ dest: path.join(outputDir, 'server.log'), sync: true })));
+    const server = await startServer(
+      config,
+      pino({ level: 'info' }, pino.destination({ dest: path.join(outputDir, 'server.log'), sync: true })),
+    );
     const version = (await cluster.psql('show server_version')).trim();
     console.log(`      own cluster: ${version} on port ${cluster.port}; bounds ${JSON.stringify(config.database)}`);
     return { cluster, server, config, close: () => close(server) };

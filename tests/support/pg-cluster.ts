@@ -42,7 +42,9 @@ export function findPostgresBinaries(): { bin?: string; reason?: string } {
   const bin = process.env.PG_BIN;
   if (bin) return existsSync(path.join(bin, 'initdb')) ? { bin } : { reason: `no initdb in PG_BIN=${bin}` };
   if (!existsSync(base)) return { reason: `${base} does not exist (no PostgreSQL server binaries installed)` };
-  const versions = readdirSync(base).filter((v) => existsSync(path.join(base, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a));
+  const versions = readdirSync(base)
+    .filter((v) => existsSync(path.join(base, v, 'bin', 'initdb')))
+    .sort((a, b) => Number(b) - Number(a));
   if (versions.length === 0) return { reason: `no initdb under ${base}/*/bin` };
   return { bin: path.join(base, versions[0]!, 'bin') };
 }

@@ -6,7 +6,7 @@
 import { deflateSync } from 'node:zlib';
 import pngjs from 'pngjs';
 import { transcodePng } from '../../server/src/storage/png.js';
-import { chunk, PNG_SIGNATURE } from '../../tools/src/conformance/png.js';
+import { chunk, ihdr, PNG_SIGNATURE } from '../../tools/src/conformance/png.js';
 
 export * from '../../tools/src/conformance/png.js';
 
@@ -32,15 +32,6 @@ const ADAM7 = [
   [1, 0, 2, 2],
   [0, 1, 1, 2],
 ] as const;
-
-/** The 13 bytes of an IHDR chunk's data; any field may hold a value the specification forbids. */
-export function ihdr(width: number, height: number, bitDepth: number, colourType: number, interlace = 0): Buffer {
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(width, 0);
-  header.writeUInt32BE(height, 4);
-  header.set([bitDepth, colourType, 0, 0, interlace], 8);
-  return header;
-}
 
 /** The scanlines (filter type None) of the pixels at (x0 + i·dx, y0 + j·dy), packed at the spec's bit depth. */
 function scanlines(spec: ImageSpec, x0: number, y0: number, dx: number, dy: number): Buffer[] {

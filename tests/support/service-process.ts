@@ -25,16 +25,40 @@ export interface ServiceProcess {
 
 export const repositoryRoot = path.resolve('.');
 
+/**
+ * The environment of the service on its embedded database in `dataDir` (DATABASE_URL left out), on
+ * 127.0.0.1 and a free port, logging JSON at info, with rate limits off and cheap bcrypt unless
+ * `overrides` say otherwise.
+ */
+export function embeddedServiceEnv(dataDir: string, overrides: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const { DATABASE_URL: _embedded, ...inherited } = process.env;
+  return {
+    ...inherited,
+    DATA_DIR: dataDir,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    AUTH_RATE_LIMIT: '0',
+    API_RATE_LIMIT: '0',
+    BCRYPT_ROUNDS: '4',
+    ...overrides,
+  };
+}
+
 /** Starts the service with `env` (the whole environment it gets) and resolves once it listens. */
 export async function startServiceProcess(env: NodeJS.ProcessEnv, startTimeoutMs = 90_000): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], { cwd: repositoryRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], {
+    cwd: repositoryRoot,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const log: LogEntry[] = [];
   const listeners = new Set<(entry: LogEntry) => void>();
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let stderr = '';
   // Both pipes are read: a full pipe would block the service.
-  child.stderr!.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4_000)));
-  createInterface({ input: child.stdout! }).on('line', (line) => {
+  child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4_000)));
+  createInterface({ input: child.stdout }).on('line', (line) => {
     let entry: LogEntry;
     try {
       entry = JSON.parse(line) as LogEntry;

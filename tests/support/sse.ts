@@ -52,7 +52,11 @@ export class RawStream {
 
   /** Resolves once `count` event messages have arrived; rejects after `timeoutMs` or when the stream ends short. */
   async waitForEvents(count: number, timeoutMs = 10_000): Promise<Received[]> {
-    await this.until(() => this.events.length >= count, timeoutMs, () => `${this.events.length} of ${count} events`);
+    await this.until(
+      () => this.events.length >= count,
+      timeoutMs,
+      () => `${this.events.length} of ${count} events`,
+    );
     return this.events;
   }
 
@@ -149,7 +153,9 @@ export class StalledClient {
       socket.once('connect', resolve);
       socket.once('error', reject);
     });
-    socket.write(`GET ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${token}\r\nAccept: text/event-stream\r\n\r\n`);
+    socket.write(
+      `GET ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${token}\r\nAccept: text/event-stream\r\n\r\n`,
+    );
     // The answer's head (and the `retry:` line) is read, so the test knows the stream is open; nothing after it.
     const head = await new Promise<Buffer>((resolve, reject) => {
       socket.once('data', resolve);
@@ -172,7 +178,12 @@ export class StalledClient {
 }
 
 /** Waits until `predicate` holds, polling every `everyMs`; rejects after `timeoutMs`. */
-export async function eventually(predicate: () => boolean | Promise<boolean>, timeoutMs: number, what: string, everyMs = 20): Promise<void> {
+export async function eventually(
+  predicate: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+  everyMs = 20,
+): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     if (await predicate()) return;

@@ -34,14 +34,14 @@ export class StripeStandIn {
   ) {}
 
   static async start(apiKey: string): Promise<StripeStandIn> {
-    let standIn: StripeStandIn | undefined;
-    const server = http.createServer((req, res) => standIn!.handle(req, res));
+    // Requests reach the stand-in only once it exists: after listen() below.
+    const server = http.createServer((req, res) => standIn.handle(req, res));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, '127.0.0.1', resolve);
     });
     const { port } = server.address() as AddressInfo;
-    standIn = new StripeStandIn(server, `http://127.0.0.1:${port}`, apiKey);
+    const standIn = new StripeStandIn(server, `http://127.0.0.1:${port}`, apiKey);
     return standIn;
   }
 
@@ -54,7 +54,9 @@ export class StripeStandIn {
   }
 
   cancelCalls(subscription?: string): StandInCall[] {
-    return this.calls.filter((call) => call.method === 'DELETE' && (subscription === undefined || call.path === `/v1/subscriptions/${subscription}`));
+    return this.calls.filter(
+      (call) => call.method === 'DELETE' && (subscription === undefined || call.path === `/v1/subscriptions/${subscription}`),
+    );
   }
 
   async close(): Promise<void> {
@@ -108,7 +110,14 @@ export class StripeStandIn {
         404,
         subscription === undefined
           ? { error: { type: 'invalid_request_error', message: `Unrecognized request URL (${method}: ${path}).` } }
-          : { error: { type: 'invalid_request_error', code: 'resource_missing', param: 'id', message: `No such subscription: '${subscription}'` } },
+          : {
+              error: {
+                type: 'invalid_request_error',
+                code: 'resource_missing',
+                param: 'id',
+                message: `No such subscription: '${subscription}'`,
+              },
+            },
       );
     } else if (method === 'DELETE') {
       send(200, { id: subscription, object: 'subscription', status: 'canceled', canceled_at: Math.floor(Date.now() / 1000) });

@@ -18,9 +18,7 @@ const COMMANDS = new Map<string, { summary: string; run: (argv: string[]) => Pro
 const USAGE = `usage: npx @signalboard/tools <command> [options]
 
 commands:
-${[...COMMANDS]
-  .map(([name, command]) => `  ${name.padEnd(14)}${command.summary}`)
-  .join('\n')}
+${[...COMMANDS].map(([name, command]) => `  ${name.padEnd(14)}${command.summary}`).join('\n')}
 
   <command> --help  the command's options
   --version         this package's version and the contract it judges by`;

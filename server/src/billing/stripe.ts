@@ -42,8 +42,10 @@ function notAnEvent(): InvalidRequest {
 /** The package's host, port and protocol settings for an API address. */
 export function connectionOptions(apiUrl: string): { host: string; port: number; protocol: 'http' | 'https' } {
   const url = new URL(apiUrl);
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Error(`STRIPE_API_URL must be an http or https address, got ${url.protocol}`);
-  if (url.pathname !== '/' || url.search || url.hash) throw new Error('STRIPE_API_URL must name a scheme, host and port only (the stripe package adds /v1/… itself)');
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new Error(`STRIPE_API_URL must be an http or https address, got ${url.protocol}`);
+  if (url.pathname !== '/' || url.search || url.hash)
+    throw new Error('STRIPE_API_URL must name a scheme, host and port only (the stripe package adds /v1/… itself)');
   if (url.username || url.password) throw new Error('STRIPE_API_URL must not carry credentials');
   const protocol = url.protocol === 'https:' ? 'https' : 'http';
   return {
@@ -100,7 +102,12 @@ export class StripeBilling implements SubscriptionCanceller {
     this.webhookSecret = settings.webhookSecret;
     this.log = logger.child({ component: 'billing' });
     this.log.info(
-      { api: settings.apiUrl, timeoutMs: STRIPE_TIMEOUT_MS, maxNetworkRetries: STRIPE_MAX_NETWORK_RETRIES, webhook: Boolean(settings.webhookSecret) },
+      {
+        api: settings.apiUrl,
+        timeoutMs: STRIPE_TIMEOUT_MS,
+        maxNetworkRetries: STRIPE_MAX_NETWORK_RETRIES,
+        webhook: Boolean(settings.webhookSecret),
+      },
       'stripe billing on',
     );
   }
@@ -115,7 +122,10 @@ export class StripeBilling implements SubscriptionCanceller {
         this.log.info({ subscription: billingId, ms: Date.now() - started }, 'subscription already gone');
         return;
       }
-      this.log.warn({ subscription: billingId, ms: Date.now() - started, error: describe(this.errors, error) }, 'subscription cancel failed');
+      this.log.warn(
+        { subscription: billingId, ms: Date.now() - started, error: describe(this.errors, error) },
+        'subscription cancel failed',
+      );
       throw new BillingUnavailable();
     }
   }
@@ -139,7 +149,13 @@ export class StripeBilling implements SubscriptionCanceller {
       ]);
     }
     const object = (event as { data?: { object?: unknown } }).data?.object;
-    if (typeof event.id !== 'string' || typeof event.type !== 'string' || !Number.isInteger(event.created) || typeof object !== 'object' || object === null) {
+    if (
+      typeof event.id !== 'string' ||
+      typeof event.type !== 'string' ||
+      !Number.isInteger(event.created) ||
+      typeof object !== 'object' ||
+      object === null
+    ) {
       throw notAnEvent();
     }
     return { id: event.id, type: event.type, created: event.created, object: object as Record<string, unknown> };

@@ -40,14 +40,17 @@ export async function openEmbedded(dataDir: string, logger: Logger): Promise<Emb
   try {
     const free = await freeBytes(dataDir);
     if (free < MIN_FREE_BYTES) {
-      throw new DataDirError(`the embedded database needs at least ${mib(MIN_FREE_BYTES)} MiB free to start, and the data folder ` +
-        `${dataDir} has ${mib(free)} MiB: free some space on its disk, or set DATA_DIR to a folder on a larger one`);
+      throw new DataDirError(
+        `the embedded database needs at least ${mib(MIN_FREE_BYTES)} MiB free to start, and the data folder ` +
+          `${dataDir} has ${mib(free)} MiB: free some space on its disk, or set DATA_DIR to a folder on a larger one`,
+      );
     }
     // Loaded only here: a start on PostgreSQL never pays for PGlite's modules.
     const { PGlite } = await import('@electric-sql/pglite');
     const pglite = await PGlite.create(path.join(dataDir, 'pg')).catch(async (err: Error) => {
-      throw new Error(`PGlite could not open ${path.join(dataDir, 'pg')} (${mib(await freeBytes(dataDir))} MiB free): ${err.message}`,
-        { cause: err });
+      throw new Error(`PGlite could not open ${path.join(dataDir, 'pg')} (${mib(await freeBytes(dataDir))} MiB free): ${err.message}`, {
+        cause: err,
+      });
     });
     const backend = new Backend(pglite, logger);
     return {
@@ -191,7 +194,7 @@ function backendEnded(message: Buffer, startup: boolean, answer: Buffer): string
 /** An ErrorResponse's fields: a type byte, then a NUL-terminated value, each; a NUL ends the list. */
 function errorFields(body: Buffer): Map<string, string> {
   const fields = new Map<string, string>();
-  for (let at = 0; at < body.length && body[at] !== 0; ) {
+  for (let at = 0; at < body.length && body[at] !== 0;) {
     const end = body.indexOf(0, at + 1);
     if (end === -1) break;
     fields.set(String.fromCharCode(body[at]!), body.toString('utf8', at + 1, end));

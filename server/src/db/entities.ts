@@ -9,7 +9,11 @@ import { v7 } from 'uuid';
 const p = defineEntity.properties;
 
 // Ids are UUID v7 made in the app: time-ordered (index friendly) and known before the insert.
-const id = () => p.uuid().primary().onCreate(() => v7());
+const id = () =>
+  p
+    .uuid()
+    .primary()
+    .onCreate(() => v7());
 const timestamp = () => p.datetime().columnType('timestamptz');
 const createdAt = () => timestamp().onCreate(() => new Date());
 // SHA-256 in hex; the plain secret is never stored.
@@ -25,7 +29,9 @@ export const User = defineEntity({
     passwordHash: p.text(),
     icon: p.text().nullable(),
     createdAt: createdAt(),
-    updatedAt: timestamp().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: timestamp()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
   // Usernames are stored lower-case, so lookups compare the column directly; email addresses keep
   // their case but are unique without regard to it.
@@ -89,7 +95,9 @@ export const Project = defineEntity({
     tier: p.integer().default(0),
     billingId: p.text().nullable().unique(),
     createdAt: createdAt(),
-    updatedAt: timestamp().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: timestamp()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
     members: () => p.oneToMany(ProjectMember).mappedBy('project'),
     feeds: () => p.oneToMany(Feed).mappedBy('project'),
   },
@@ -109,7 +117,10 @@ export const ProjectMember = defineEntity({
   },
   uniques: [
     { name: 'project_members_project_user_unique', properties: ['project', 'user'] },
-    { name: 'project_members_one_owner', expression: `create unique index project_members_one_owner on project_members (project_id) where role = 'owner'` },
+    {
+      name: 'project_members_one_owner',
+      expression: `create unique index project_members_one_owner on project_members (project_id) where role = 'owner'`,
+    },
   ],
   checks: [{ name: 'project_members_role_check', expression: `role in ('owner', 'member')` }],
 });
@@ -179,7 +190,9 @@ export const Insight = defineEntity({
     value: p.json<InsightValue>(),
     emoji: p.text().nullable(),
     createdAt: createdAt(),
-    updatedAt: timestamp().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: timestamp()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
   indexes: [{ name: 'insights_project_id_id_index', properties: ['project', 'id'] }],
 });
@@ -245,4 +258,18 @@ export type Event = InferEntity<typeof Event>;
 export type StripeEvent = InferEntity<typeof StripeEvent>;
 export type StripeSubscription = InferEntity<typeof StripeSubscription>;
 
-export const entities = [User, Session, ApiToken, InviteCode, Project, ProjectMember, Feed, ProjectInvite, Insight, Activity, Event, StripeEvent, StripeSubscription];
+export const entities = [
+  User,
+  Session,
+  ApiToken,
+  InviteCode,
+  Project,
+  ProjectMember,
+  Feed,
+  ProjectInvite,
+  Insight,
+  Activity,
+  Event,
+  StripeEvent,
+  StripeSubscription,
+];

@@ -34,15 +34,22 @@ export async function closeDataDir(dataDir: string): Promise<void> {
   if (uid === undefined) return;
   const { uid: owner, mode } = await stat(dataDir);
   if (owner !== uid) {
-    throw new DataDirError(`the data folder ${dataDir} belongs to user ${owner}, but this process runs as user ${uid}: ` +
-      `run it as user ${owner}, or give the folder to user ${uid} (chown)`);
+    throw new DataDirError(
+      `the data folder ${dataDir} belongs to user ${owner}, but this process runs as user ${uid}: ` +
+        `run it as user ${owner}, or give the folder to user ${uid} (chown)`,
+    );
   }
   if ((mode & 0o777) === 0o700) return;
   // Checked again after the change: some file systems (a share, a FUSE mount) accept chmod and ignore it.
-  const failure = await chmod(dataDir, 0o700).then(() => undefined, (err: Error) => err.message);
+  const failure = await chmod(dataDir, 0o700).then(
+    () => undefined,
+    (err: Error) => err.message,
+  );
   if (((await stat(dataDir)).mode & 0o077) !== 0) {
-    throw new DataDirError(`the data folder ${dataDir} is open to other users (mode ${(mode & 0o777).toString(8)}) and could not ` +
-      `be closed to them${failure ? `: ${failure}` : ' (its file system keeps the mode)'}`);
+    throw new DataDirError(
+      `the data folder ${dataDir} is open to other users (mode ${(mode & 0o777).toString(8)}) and could not ` +
+        `be closed to them${failure ? `: ${failure}` : ' (its file system keeps the mode)'}`,
+    );
   }
 }
 

@@ -169,7 +169,11 @@ async function underMigrationsLock<T>(orm: MikroORM, work: (trx: Knex.Transactio
 async function allRecorded(orm: MikroORM, names: string[], trx?: Knex.Transaction): Promise<boolean> {
   const connection = orm.em.getConnection();
   const [table] = await connection.execute<{ exists: string | null }[]>(
-    `select to_regclass('mikro_orm_migrations') as exists`, [], 'all', trx);
+    `select to_regclass('mikro_orm_migrations') as exists`,
+    [],
+    'all',
+    trx,
+  );
   if (!table?.exists) return false;
   const recorded = await connection.execute<{ name: string }[]>('select name from mikro_orm_migrations', [], 'all', trx);
   const done = new Set(recorded.map((row) => row.name));

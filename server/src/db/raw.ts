@@ -103,14 +103,21 @@ export function selectColumns<T extends object>(em: EntityManager, entity: Entit
   const key = `${em.getMetadata(entity).className}\u0000${alias}\u0000${prefix}`;
   let list = selectLists.get(key);
   if (list === undefined) {
-    list = columns(em, entity).map((column) => `${alias}."${column}" as "${prefix}__${column}"`).join(', ');
+    list = columns(em, entity)
+      .map((column) => `${alias}."${column}" as "${prefix}__${column}"`)
+      .join(', ');
     selectLists.set(key, list);
   }
   return list;
 }
 
 /** The columns of `row` selected with `prefix`, by their own names: the raw data `em.map` takes. */
-function columnsOfPrefix<T extends object>(em: EntityManager, entity: EntityName<T>, row: Record<string, unknown>, prefix: string): Record<string, unknown> {
+function columnsOfPrefix<T extends object>(
+  em: EntityManager,
+  entity: EntityName<T>,
+  row: Record<string, unknown>,
+  prefix: string,
+): Record<string, unknown> {
   const data: Record<string, unknown> = {};
   for (const column of columns(em, entity)) data[column] = row[`${prefix}__${column}`];
   return data;
@@ -137,7 +144,12 @@ const plainProps = new Map<string, { prop: string; column: string; date: boolean
  * The `prefix`-ed columns of `row` as a plain object of the entity's properties, timestamps parsed:
  * for a row an answer only shows, where a managed entity would cost more than the statement.
  */
-export function plainRow<T extends object>(em: EntityManager, entity: EntityName<T>, row: Record<string, unknown>, prefix: string): Record<string, unknown> {
+export function plainRow<T extends object>(
+  em: EntityManager,
+  entity: EntityName<T>,
+  row: Record<string, unknown>,
+  prefix: string,
+): Record<string, unknown> {
   const meta = em.getMetadata(entity);
   let props = plainProps.get(meta.className);
   if (!props) {

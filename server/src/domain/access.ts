@@ -13,14 +13,7 @@ import {
   projectEntity,
   type ProjectRoleRow,
 } from '../db/queries/access.js';
-import {
-  needsInviteFact,
-  permit,
-  projectNotFound,
-  type ActingAs,
-  type InviteeAction,
-  type ProjectAction,
-} from '../policies/project.js';
+import { needsInviteFact, permit, projectNotFound, type ActingAs, type InviteeAction, type ProjectAction } from '../policies/project.js';
 import { Internal } from '../errors.js';
 import type { Caller } from './credentials.js';
 import type { ProjectFields, ProjectView } from './projects.js';
@@ -115,7 +108,12 @@ class LoadedAccess implements ProjectAccess {
 }
 
 class LoadedInviteeAccess extends LoadedAccess implements InviteeAccess {
-  constructor(em: EntityManager, row: ProjectRoleRow, actingAs: ActingAs, readonly invite: ProjectInvite) {
+  constructor(
+    em: EntityManager,
+    row: ProjectRoleRow,
+    actingAs: ActingAs,
+    readonly invite: ProjectInvite,
+  ) {
     super(em, row, actingAs);
   }
 }

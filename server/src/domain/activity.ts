@@ -24,7 +24,13 @@ export type ActivityType =
   | 'billing.changed';
 
 /** Adds a record to the unit of work of `em`: it is written by that transaction's flush, or not at all. */
-export function recordActivity(em: EntityManager, project: Project, actor: User | null, type: ActivityType, data: Record<string, unknown>): void {
+export function recordActivity(
+  em: EntityManager,
+  project: Project,
+  actor: User | null,
+  type: ActivityType,
+  data: Record<string, unknown>,
+): void {
   em.create(Activity, { project, actor, type, data });
 }
 

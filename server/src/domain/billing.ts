@@ -82,7 +82,11 @@ export function tierOf(subscription: Record<string, unknown>, priceTiers: Readon
 }
 
 /** Applies one verified event, at most once per event id. Unknown projects, subscriptions and event types are ignored. */
-export async function applyWebhookEvent(em: EntityManager, priceTiers: ReadonlyMap<string, number>, event: WebhookEvent): Promise<EventOutcome> {
+export async function applyWebhookEvent(
+  em: EntityManager,
+  priceTiers: ReadonlyMap<string, number>,
+  event: WebhookEvent,
+): Promise<EventOutcome> {
   return em.transactional(async (tx) => {
     // Claims the event id. A concurrent delivery of the same event waits here for this transaction
     // and then finds the id taken.
@@ -155,5 +159,11 @@ function change(
     billing_id: next.billingId,
     ...(replaced ? { replaced_billing_id: replaced } : {}),
   });
-  return { outcome: 'changed', projectId: project.id, tier: next.tier, billingId: next.billingId, ...(replaced ? { replacedBillingId: replaced } : {}) };
+  return {
+    outcome: 'changed',
+    projectId: project.id,
+    tier: next.tier,
+    billingId: next.billingId,
+    ...(replaced ? { replacedBillingId: replaced } : {}),
+  };
 }

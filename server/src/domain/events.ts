@@ -86,7 +86,8 @@ export interface EventFilter {
 function tagCandidates(tag: string): Record<string, TagValue>[] {
   const colon = tag.indexOf(':');
   const key = colon < 0 ? tag : tag.slice(0, colon);
-  if (colon < 0 || !TAG_KEY.test(key)) throw InvalidRequest.field('/query/tag', 'must be key:value with a key of 1–32 lower-case letters, digits and hyphens');
+  if (colon < 0 || !TAG_KEY.test(key))
+    throw InvalidRequest.field('/query/tag', 'must be key:value with a key of 1–32 lower-case letters, digits and hyphens');
   const value = tag.slice(colon + 1);
   const candidates: Record<string, TagValue>[] = [{ [key]: value }];
   if (value !== '' && Number.isFinite(Number(value))) candidates.push({ [key]: Number(value) });

@@ -44,7 +44,13 @@ export async function createFeed(
       await lockProject(tx, project.id, 'no key update');
       const feeds = await tx.count(Feed, { project });
       refuseAtCap(limits, 'feedsPerProject', feeds, `This project has ${feeds} feeds`);
-      const feed = tx.create(Feed, { project, name: input.name, description: input.description ?? null, emoji: input.emoji ?? null, type: input.type ?? 0 });
+      const feed = tx.create(Feed, {
+        project,
+        name: input.name,
+        description: input.description ?? null,
+        emoji: input.emoji ?? null,
+        type: input.type ?? 0,
+      });
       recordActivity(tx, project, actor, 'feed.created', { feed: feed.name });
       await tx.flush();
       return feed;
@@ -57,11 +63,14 @@ export async function updateFeed(em: EntityManager, actor: User, project: Projec
     transaction(em, async (tx) => {
       await lockProject(tx, project.id, 'key share');
       const feed = await feedNamed(tx, project, name);
-      const fields = (['name', 'description', 'emoji'] as const).filter((field) => input[field] !== undefined && input[field] !== feed[field]);
+      const fields = (['name', 'description', 'emoji'] as const).filter(
+        (field) => input[field] !== undefined && input[field] !== feed[field],
+      );
       if (input.name !== undefined) feed.name = input.name;
       if (input.description !== undefined) feed.description = input.description;
       if (input.emoji !== undefined) feed.emoji = input.emoji;
-      if (fields.length > 0) recordActivity(tx, project, actor, 'feed.updated', { feed: feed.name, fields, ...(fields.includes('name') ? { from: name } : {}) });
+      if (fields.length > 0)
+        recordActivity(tx, project, actor, 'feed.updated', { feed: feed.name, fields, ...(fields.includes('name') ? { from: name } : {}) });
       await tx.flush();
       return feed;
     });

@@ -44,7 +44,13 @@ export interface InsightChanges {
  * Applies the changes in one transaction. `increment` is added by the database in a single
  * statement, so concurrent increments serialise on the row and none is lost.
  */
-export async function updateInsight(em: EntityManager, actor: User, project: Project, id: string, changes: InsightChanges): Promise<Insight> {
+export async function updateInsight(
+  em: EntityManager,
+  actor: User,
+  project: Project,
+  id: string,
+  changes: InsightChanges,
+): Promise<Insight> {
   if (changes.increment !== undefined && changes.value !== undefined) {
     throw InvalidRequest.field('/body/increment', 'cannot be combined with value');
   }

@@ -27,7 +27,7 @@ export async function removeMember(em: EntityManager, actor: User, project: Proj
     await lockProject(tx, project.id, 'key share');
     const target = await tx.findOne(ProjectMember, { project, user: { username: username.toLowerCase() } }, { populate: ['user'] });
     if (!target) throw memberNotFound();
-    if (target.role === 'owner') throw new Conflict('owner_cannot_leave', "The owner cannot leave or be removed from its project.");
+    if (target.role === 'owner') throw new Conflict('owner_cannot_leave', 'The owner cannot leave or be removed from its project.');
     if ((await tx.nativeDelete(ProjectMember, { id: target.id })) === 0) throw memberNotFound();
     const leaving = target.user.id === actor.id;
     recordActivity(tx, project, actor, leaving ? 'member.left' : 'member.removed', { username: target.user.username });

@@ -94,7 +94,11 @@ export async function loadProject(em: EntityManager, id: string): Promise<Projec
  */
 export async function viewProjects(em: EntityManager, projects: Project[]): Promise<ProjectView[]> {
   if (projects.length === 0) return [];
-  const rows = await contentsWithin(em, projects.map((project) => project.id), PAGE_BYTES);
+  const rows = await contentsWithin(
+    em,
+    projects.map((project) => project.id),
+    PAGE_BYTES,
+  );
   const contents = new Map(rows.map((row) => [row.id, row]));
   return projects.flatMap((project) => {
     const { members, feeds } = contents.get(project.id) ?? {};
@@ -118,7 +122,13 @@ export interface ProjectChanges {
   icon?: string | null | undefined;
 }
 
-export async function updateProject(em: EntityManager, icons: IconStore, actor: User, project: Project, changes: ProjectChanges): Promise<ProjectView> {
+export async function updateProject(
+  em: EntityManager,
+  icons: IconStore,
+  actor: User,
+  project: Project,
+  changes: ProjectChanges,
+): Promise<ProjectView> {
   const icon = typeof changes.icon === 'string' ? await icons.parse(changes.icon, 'update', '/body/icon') : undefined;
   const update = () =>
     transaction(em, async (tx) => {

@@ -1,6 +1,12 @@
 import { Forbidden } from '../errors.js';
 import type { Handler } from '../http/handler-types.js';
-import { callerFromHeader, closeSession, createApiToken as mintApiToken, listApiTokens as findApiTokens, revokeApiToken } from '../domain/credentials.js';
+import {
+  callerFromHeader,
+  closeSession,
+  createApiToken as mintApiToken,
+  listApiTokens as findApiTokens,
+  revokeApiToken,
+} from '../domain/credentials.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
 import { presentApiToken, presentCreatedApiToken, presentSessionGrant } from '../presenters/account.js';
 

@@ -22,7 +22,8 @@ export const stripeWebhook: Handler<'stripeWebhook'> = async ({ headers, readRaw
   validateBody(event);
   const result = await applyWebhookEvent(em, services.config.stripe.priceTiers, event);
   const line = { stripeEvent: event.id, type: event.type, ...result };
-  if (result.outcome === 'changed' && result.replacedBillingId) services.logger.warn(line, 'stripe checkout replaced a project subscription; the old one may still be billing');
+  if (result.outcome === 'changed' && result.replacedBillingId)
+    services.logger.warn(line, 'stripe checkout replaced a project subscription; the old one may still be billing');
   else services.logger.info(line, result.outcome === 'ignored' ? 'stripe event ignored' : 'stripe event');
   return { status: 200, data: { received: true } };
 };

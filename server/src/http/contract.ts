@@ -18,7 +18,10 @@ import type { ErrorDetail } from '../errors.js';
 import { InvalidRequest, MethodNotAllowed, NotFound } from '../errors.js';
 
 // ajv-formats is CommonJS: under ESM its function is the default export's `default`.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as unknown as (ajv: unknown, formats: string[]) => void;
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as unknown as (
+  ajv: unknown,
+  formats: string[],
+) => void;
 
 /**
  * The generated contract (spec/generated/openapi.json). Imported rather than read by path, so the
@@ -333,10 +336,18 @@ export class Contract {
    * to its first, so that the work and the answer stay bounded by the request and not by the
    * number of its faults (60,000 bad tag values would otherwise be 60,000+ error objects).
    */
-  validate(op: ContractOperation, input: ValidationInput, params: Record<string, string>):
-    { ok: true; query: Record<string, unknown>; params: Record<string, unknown> } | { ok: false; details: ErrorDetail[] } {
+  validate(
+    op: ContractOperation,
+    input: ValidationInput,
+    params: Record<string, string>,
+  ): { ok: true; query: Record<string, unknown>; params: Record<string, unknown> } | { ok: false; details: ErrorDetail[] } {
     const body = op.rawBody ? undefined : input.body;
-    const screened = screen([['path', params], ['query', input.query], ['headers', input.headers], ['body', body]]);
+    const screened = screen([
+      ['path', params],
+      ['query', input.query],
+      ['headers', input.headers],
+      ['body', body],
+    ]);
     if (screened.problems.length > 0) return { ok: false, details: screened.problems };
     // openapi-backend's compiled validators, called on what `match` and the body reader already
     // parsed: its `validateRequest` would parse the request again (path template, query, headers,

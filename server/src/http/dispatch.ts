@@ -63,15 +63,20 @@ export function dispatch({ contract, orm, rateLimits }: Pipeline, handlers: Hand
     const parts = { params: checked.params, headers, query: checked.query, body } as CheckedParts<K>;
 
     const handler = handlers[operationId];
-    return handler(new HandlerInput<K>({
-      ...parts,
-      readRawBody: op.rawBody ? (limitBytes: number) => readRawBody(ctx, limitBytes) : notRawBody,
-      validateBody: op.rawBody ? (value: unknown) => contract.validateBody(op, value) : notRawBody,
-      authorization,
-      device: { userAgent: ctx.get('User-Agent') || undefined, ip: clientAddress(ctx) || undefined },
-      em,
-      services,
-    }, caller));
+    return handler(
+      new HandlerInput<K>(
+        {
+          ...parts,
+          readRawBody: op.rawBody ? (limitBytes: number) => readRawBody(ctx, limitBytes) : notRawBody,
+          validateBody: op.rawBody ? (value: unknown) => contract.validateBody(op, value) : notRawBody,
+          authorization,
+          device: { userAgent: ctx.get('User-Agent') || undefined, ip: clientAddress(ctx) || undefined },
+          em,
+          services,
+        },
+        caller,
+      ),
+    );
   }
 
   return async (ctx) => {

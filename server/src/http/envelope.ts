@@ -45,8 +45,11 @@ const DATABASE_UNAVAILABLE: { reason: string; sqlstate?: RegExp; errno?: string[
   // A deadlock or a serialization failure that outlasted the domain's retries (domain/transaction.ts).
   { reason: 'collision', sqlstate: /^(?:40P01|40001)$/, retryAfter: 1 },
   // The socket, as Node reports it.
-  { reason: 'network', errno: ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN'],
-    retryAfter: 5 },
+  {
+    reason: 'network',
+    errno: ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN'],
+    retryAfter: 5,
+  },
   // pg: the server closed the connection ("… unexpectedly"), or connecting timed out ("… due to connection timeout").
   { reason: 'connection lost', message: /Connection terminated/, retryAfter: 5 },
   // pg: the server accepted the connection but did not answer it within DB_CONNECT_TIMEOUT_MS (a stalled server).
@@ -54,8 +57,11 @@ const DATABASE_UNAVAILABLE: { reason: string; sqlstate?: RegExp; errno?: string[
   // pg: no answer within query_timeout (db/orm.ts), so the server is stalled or out of reach.
   { reason: 'query timeout', message: /Query read timeout/, retryAfter: 5 },
   // pg: a query on a connection that was lost or ended meanwhile (a rollback after the failure).
-  { reason: 'connection unusable', message: /Client (?:has encountered a connection error|was closed) and is not queryable/,
-    retryAfter: 5 },
+  {
+    reason: 'connection unusable',
+    message: /Client (?:has encountered a connection error|was closed) and is not queryable/,
+    retryAfter: 5,
+  },
   // knex: a statement for a transaction that had already ended, as one whose connection was lost at its COMMIT or ROLLBACK ends.
   { reason: 'transaction lost', message: /Transaction query already complete/, retryAfter: 5 },
   // knex: no pool connection within DB_ACQUIRE_TIMEOUT_MS (every one busy on a stalled database, or none can be made).
@@ -66,10 +72,12 @@ function databaseUnavailable(error: unknown): (typeof DATABASE_UNAVAILABLE)[numb
   if (!(error instanceof Error)) return undefined;
   const code = (error as { code?: unknown }).code;
   const sqlstate = sqlStateOf(error);
-  return DATABASE_UNAVAILABLE.find((form) =>
-    (form.sqlstate && sqlstate !== undefined && form.sqlstate.test(sqlstate)) ||
-    (form.errno && typeof code === 'string' && form.errno.includes(code)) ||
-    (form.message && form.message.test(error.message)));
+  return DATABASE_UNAVAILABLE.find(
+    (form) =>
+      (form.sqlstate && sqlstate !== undefined && form.sqlstate.test(sqlstate)) ||
+      (form.errno && typeof code === 'string' && form.errno.includes(code)) ||
+      (form.message && form.message.test(error.message)),
+  );
 }
 
 function toApiError(error: unknown, logger: Logger): ApiError {
@@ -83,7 +91,13 @@ function toApiError(error: unknown, logger: Logger): ApiError {
     return new Unavailable('The database could not serve this request now; retry later.', unavailable.retryAfter);
   }
   const { name, code } = (error ?? {}) as { name?: string; code?: unknown };
-  const stack = error instanceof Error ? error.stack?.split('\n').filter((line) => line.trim().startsWith('at ')).slice(0, 8) : undefined;
+  const stack =
+    error instanceof Error
+      ? error.stack
+          ?.split('\n')
+          .filter((line) => line.trim().startsWith('at '))
+          .slice(0, 8)
+      : undefined;
   logger.error({ err: { type: name, code, stack } }, 'unhandled error');
   return new Internal();
 }

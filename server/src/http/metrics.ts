@@ -21,7 +21,12 @@ export class Metrics {
   static async create(db: Database): Promise<Metrics> {
     const { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } = await import('prom-client');
     const registry = new Registry();
-    const requests = new Counter({ name: 'signalboard_http_requests_total', help: 'Requests answered, by operation and status.', labelNames: ['operation', 'status'], registers: [registry] });
+    const requests = new Counter({
+      name: 'signalboard_http_requests_total',
+      help: 'Requests answered, by operation and status.',
+      labelNames: ['operation', 'status'],
+      registers: [registry],
+    });
     const latency = new Histogram({
       name: 'signalboard_http_request_duration_seconds',
       help: 'Time to answer, by operation.',

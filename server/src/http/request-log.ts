@@ -29,7 +29,13 @@ export function requestLog(logger: Logger): Middleware {
       await next();
     } finally {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      const line = { method: ctx.method, path: ctx.path, operationId: ctx.state.operationId, status: ctx.status, ms: Math.round(ms * 10) / 10 };
+      const line = {
+        method: ctx.method,
+        path: ctx.path,
+        operationId: ctx.state.operationId,
+        status: ctx.status,
+        ms: Math.round(ms * 10) / 10,
+      };
       if (ctx.status >= 500) ctx.state.log.warn(line, 'request');
       else ctx.state.log.info(line, 'request');
     }

@@ -84,7 +84,10 @@ export class LiveStreams {
   ) {
     this.stallMs = options.stallMs ?? 15_000;
     // Messages missed while the bus reconnected are simply read: every client catches up from its cursor.
-    bus.subscribe((message) => this.receive(message), () => this.wakeAll());
+    bus.subscribe(
+      (message) => this.receive(message),
+      () => this.wakeAll(),
+    );
     this.heartbeat = setInterval(() => void this.beat(), options.heartbeatMs).unref();
   }
 

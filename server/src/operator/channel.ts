@@ -109,8 +109,10 @@ async function socketPlace(dataDir: string): Promise<{ socket: string; remove():
   const socket = path.join(folder, 'operator.sock');
   if (Buffer.byteLength(socket) > MAX_SOCKET_PATH_BYTES) {
     await rm(folder, { recursive: true, force: true });
-    throw new Error(`no place for the operator socket: ${inDataDir} and ${socket} are both longer than a Unix socket path may be ` +
-      `(${MAX_SOCKET_PATH_BYTES} bytes); set DATA_DIR or TMPDIR to a shorter path`);
+    throw new Error(
+      `no place for the operator socket: ${inDataDir} and ${socket} are both longer than a Unix socket path may be ` +
+        `(${MAX_SOCKET_PATH_BYTES} bytes); set DATA_DIR or TMPDIR to a shorter path`,
+    );
   }
   return { socket, remove: () => rm(folder, { recursive: true, force: true }) };
 }

@@ -13,7 +13,11 @@ type Schemas = components['schemas'];
 /** Turns icon keys into public addresses (`{CDN_URL}/icons/<sha256>.png`). */
 export type IconUrls = Pick<IconStore, 'url'>;
 
-export function presentMember(user: Pick<User, 'id' | 'username' | 'icon'>, icons: IconUrls, role?: ProjectMember['role']): Schemas['Member'] {
+export function presentMember(
+  user: Pick<User, 'id' | 'username' | 'icon'>,
+  icons: IconUrls,
+  role?: ProjectMember['role'],
+): Schemas['Member'] {
   return { id: user.id, username: user.username, icon: icons.url(user.icon), ...(role ? { role } : {}) };
 }
 

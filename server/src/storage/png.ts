@@ -100,7 +100,7 @@ export function inspectPng(bytes: Buffer, maxSide: number): { header: PngHeader;
   const idat: Buffer[] = [];
   let palette = false;
   let idatEnded = false;
-  for (let at = 33; ; ) {
+  for (let at = 33; ;) {
     if (at + 12 > bytes.length) throw new PngRejected('is truncated: the PNG does not end with an IEND chunk');
     const length = bytes.readUInt32BE(at);
     const type = bytes.toString('latin1', at + 4, at + 8);

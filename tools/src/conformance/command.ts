@@ -55,7 +55,8 @@ function parse(argv: string[]) {
   if (values.help) return undefined;
   const baseUrl = values['base-url'];
   if (!baseUrl) throw new UsageError('--base-url is required');
-  if (!URL.canParse(baseUrl) || !/^https?:$/.test(new URL(baseUrl).protocol)) throw new UsageError(`--base-url must be an http(s) address, got "${baseUrl}"`);
+  if (!URL.canParse(baseUrl) || !/^https?:$/.test(new URL(baseUrl).protocol))
+    throw new UsageError(`--base-url must be an http(s) address, got "${baseUrl}"`);
   const inviteCode = values['invite-code'] ?? process.env.CONFORMANCE_INVITE_CODE;
   if (!inviteCode) throw new UsageError('--invite-code is required (or CONFORMANCE_INVITE_CODE)');
   const timeout = values['timeout-ms'];

@@ -1,11 +1,13 @@
 /**
  * The contract as the suite reads it: an OpenAPI document from disk (the copy this package carries,
- * or spec/generated/openapi.json in the repository), nothing from the server's code. It lists the operations (method, path template, documented statuses, `x-session-only`),
- * routes a request path to its operation the way any HTTP client reading the document would, and
- * judges an answer with a third-party validator (openapi-response-validator: its own Ajv and OpenAPI 3
- * → JSON Schema translation) plus the rules the document states in words: required headers, the
- * documented content type, no body where none is documented, and the error code among those the
- * response's description names.
+ * or spec/generated/openapi.json in the repository), nothing from the server's code. It lists the
+ * operations (method, path template, documented statuses, `x-session-only`), routes a request path
+ * to its operation the way any HTTP client reading the document would, and judges an answer with a
+ * third-party validator (openapi-response-validator: its own Ajv and OpenAPI 3 → JSON Schema
+ * translation) plus the rules the document states in words: required headers and their bounds, the
+ * documented content type, no body where none is documented, the error code among those the
+ * response's description names, a Bearer challenge on 401. It is the one judge of answers in the
+ * repository: the suite's, the tests' (tests/support/response-check.ts) and the fuzzer's.
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -64,18 +66,17 @@ export interface AnswerToJudge {
   /** The path as sent (no query). */
   path: string;
   status: number;
-  headers: Headers;
+  /** The answer's headers: fetch's `Headers`, or any object that looks a header up by name the same way. */
+  headers: { get(name: string): string | null };
   /** The body as text; undefined when it was deliberately not read (event streams). */
   body: string | undefined;
 }
 
-export type RouteResult =
-  | { kind: 'operation'; op: Operation }
-  | { kind: 'not-found' }
-  | { kind: 'method-not-allowed'; allow: string[] };
+export type RouteResult = { kind: 'operation'; op: Operation } | { kind: 'not-found' } | { kind: 'method-not-allowed'; allow: string[] };
 
 /** Formats the contract uses, checked by definitions of the suite's own. */
-const RFC3339 = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[Tt]([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$/;
+const RFC3339 =
+  /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[Tt]([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const customFormats = {
   'date-time': (value: unknown) => typeof value !== 'string' || (RFC3339.test(value) && !Number.isNaN(Date.parse(value))),
@@ -115,7 +116,9 @@ export class ContractModel {
           path,
           key: `${method.toUpperCase()} ${path}`,
           summary: operation.summary ?? '',
-          statuses: Object.keys(responses).filter((s) => /^\d{3}$/.test(s)).map(Number),
+          statuses: Object.keys(responses)
+            .filter((s) => /^\d{3}$/.test(s))
+            .map(Number),
           responses,
           isPublic: security.length === 0 || security.some((requirement) => Object.keys(requirement).length === 0),
           sessionOnly: operation['x-session-only'] === true,
@@ -180,14 +183,26 @@ export class ContractModel {
    * The problems of one answer; empty when it matches the contract. A request no operation has must
    * get 404 (unknown path) or 405 with `Allow` (a method the path does not have), in the error envelope.
    */
-  judge(answer: AnswerToJudge): string[] {
-    const routed = this.route(answer.method, answer.path);
+  judge(received: AnswerToJudge): string[] {
+    const method = received.method.toUpperCase();
+    // HTTP: an answer to HEAD is the GET answer's status and headers, never a body.
+    const answer = method === 'HEAD' ? { ...received, body: undefined } : received;
     const contentType = answer.headers.get('content-type');
+    // CORS (the contract's conventions): with allowed origins configured, a preflight is answered
+    // before any operation, 204 with Access-Control-Allow-Origin and no body, whatever the path.
+    if (method === 'OPTIONS' && answer.status === 204 && answer.headers.get('access-control-allow-origin') !== null) {
+      return answer.body ? [`a CORS preflight answer with a body: ${answer.body.slice(0, 120)}`] : [];
+    }
+    const routed = this.route(method, answer.path);
     if (routed.kind !== 'operation') {
       const expected = routed.kind === 'not-found' ? 404 : 405;
       const problems: string[] = [];
-      if (answer.status !== expected) problems.push(`no operation has this ${routed.kind === 'not-found' ? 'path' : 'method'}: expected ${expected}, got ${answer.status}`);
-      if (routed.kind === 'method-not-allowed' && answer.status === 405 && !answer.headers.get('allow')) problems.push('405 without an Allow header');
+      if (answer.status !== expected)
+        problems.push(
+          `no operation has this ${routed.kind === 'not-found' ? 'path' : 'method'}: expected ${expected}, got ${answer.status}`,
+        );
+      if (routed.kind === 'method-not-allowed' && answer.status === 405 && !answer.headers.get('allow'))
+        problems.push('405 without an Allow header');
       problems.push(...this.validateJson(this.envelope(), answer, contentType));
       return problems;
     }
@@ -220,11 +235,13 @@ export class ContractModel {
     // The contract's conventions (main.tsp): a 401 carries `WWW-Authenticate: Bearer`.
     if (answer.status === 401) {
       const challenge = answer.headers.get('www-authenticate');
-      if (challenge !== null && !/^bearer\b/i.test(challenge.trim())) problems.push(`WWW-Authenticate is "${challenge}", not a Bearer challenge`);
+      if (challenge !== null && !/^bearer\b/i.test(challenge.trim()))
+        problems.push(`WWW-Authenticate is "${challenge}", not a Bearer challenge`);
     }
     const mediaTypes = Object.keys(documented.content ?? {});
     if (mediaTypes.length === 0) {
-      if (answer.body !== undefined && answer.body !== '') problems.push(`a body was sent where the contract documents none: ${answer.body.slice(0, 120)}`);
+      if (answer.body !== undefined && answer.body !== '')
+        problems.push(`a body was sent where the contract documents none: ${answer.body.slice(0, 120)}`);
       return problems;
     }
     const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
@@ -250,12 +267,16 @@ export class ContractModel {
     const key = `#schema ${schemaName}`;
     let validator = this.validators.get(key);
     if (!validator) {
-      validator = this.compile({ '200': { description: schemaName, content: { 'application/json': { schema: { $ref: `#/components/schemas/${schemaName}` } } } } });
+      validator = this.compile({
+        '200': { description: schemaName, content: { 'application/json': { schema: { $ref: `#/components/schemas/${schemaName}` } } } },
+      });
       this.validators.set(key, validator);
     }
     const result = validator.validateResponse(200, value);
     if (!result) return [];
-    return ((result.errors as { path?: string; message: string }[]) ?? []).map((e) => `${schemaName}${e.path ? `/${e.path}` : ''}: ${e.message}`);
+    return ((result.errors as { path?: string; message: string }[]) ?? []).map(
+      (e) => `${schemaName}${e.path ? `/${e.path}` : ''}: ${e.message}`,
+    );
   }
 
   private resolveResponses(responses: OpenAPIV3.ResponsesObject): Record<string, OpenAPIV3.ResponseObject> {
@@ -272,7 +293,7 @@ export class ContractModel {
   private compile(responses: Record<string, OpenAPIV3.ResponseObject>): Validator {
     return new OpenAPIResponseValidator({
       responses: structuredClone(responses) as never,
-      components: structuredClone(this.document.components) as never,
+      components: structuredClone(this.document.components),
       customFormats,
     });
   }
@@ -280,7 +301,12 @@ export class ContractModel {
   private envelope(): Validator {
     let validator = this.validators.get('#envelope');
     if (!validator) {
-      validator = this.compile({ default: { description: 'any failure', content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } } } });
+      validator = this.compile({
+        default: {
+          description: 'any failure',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } },
+        },
+      });
       this.validators.set('#envelope', validator);
     }
     return validator;

@@ -53,19 +53,37 @@ export function notProvokableReason(op: Operation, status: number, context: Cove
   if (status === 503) {
     if (op.caller === 'stripe') {
       if (context.billingOn === false) return undefined;
-      return "503 is the webhook's answer when billing is not configured, and this deployment has billing on (503 `unavailable` for a database outage needs the database down)";
+      return (
+        "503 is the webhook's answer when billing is not configured, and this deployment has billing on (503 `unavailable` for a " +
+        'database outage needs the database down)'
+      );
     }
     return '503 `unavailable` needs the database (or the process) to be down';
   }
   if (status === 429) {
-    if (!context.rateLimits) return '429 needs the rate limits spent: run with --rate-limits (spends a throwaway credential and, for a minute, this address’s sign-up/login limit)';
-    if (context.notLimited.has(op.key)) return 'this deployment does not rate-limit it: a spent credential got its usual answer (the README exempts health checks and the webhook)';
+    if (!context.rateLimits)
+      return (
+        '429 needs the rate limits spent: run with --rate-limits (spends a throwaway credential and, for a minute, this address’s ' +
+        'sign-up/login limit)'
+      );
+    if (context.notLimited.has(op.key))
+      return (
+        'this deployment does not rate-limit it: a spent credential got its usual answer (the README exempts health checks and the ' +
+        'webhook)'
+      );
     return undefined;
   }
   if (status === 409 && (op.key === 'POST /v1/auth/tokens' || op.key === 'POST /v1/projects/{namespace}/insights')) {
-    return "409 `limit_reached` needs the user's API tokens or the project's insights filled to the deployment's cap; a conformance run does not fill them";
+    return (
+      "409 `limit_reached` needs the user's API tokens or the project's insights filled to the deployment's cap; a conformance run " +
+      'does not fill them'
+    );
   }
-  if (status === 502) return '502 `billing_unavailable` needs a project with a Stripe subscription (only a Stripe checkout sets billing_id) and Stripe failing when it is deleted';
+  if (status === 502)
+    return (
+      '502 `billing_unavailable` needs a project with a Stripe subscription (only a Stripe checkout sets billing_id) and Stripe ' +
+      'failing when it is deleted'
+    );
   if (op.caller === 'stripe' && (status === 413 || status === 415) && context.billingOn === false) {
     return 'billing is off on this deployment: the webhook answers 503 before it reads the body';
   }

@@ -77,6 +77,42 @@ export function describeBody(request: Request): string {
   return '';
 }
 
+/**
+ * What fetch needs to send a request: its credential (`Authorization`, the raw header winning over
+ * `token`), its body (JSON, or raw bytes with their content type) and any other header. The tests of
+ * the repository send their requests with it too.
+ */
+export function requestInit(request: Request, init: { userAgent?: string; signal?: AbortSignal } = {}): RequestInit {
+  const headers: Record<string, string> = { ...(init.userAgent ? { 'User-Agent': init.userAgent } : {}), ...(request.headers ?? {}) };
+  if (request.authorization !== undefined) headers.Authorization = request.authorization;
+  else if (request.token) headers.Authorization = `Bearer ${request.token}`;
+  let body: string | Uint8Array | undefined;
+  if (request.json !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    body = JSON.stringify(request.json);
+  } else if (request.raw) {
+    if (request.raw.contentType !== undefined) headers['Content-Type'] = request.raw.contentType;
+    body = request.raw.body;
+  }
+  return {
+    method: request.method,
+    headers,
+    body: body as BodyInit | undefined,
+    redirect: 'manual',
+    ...(init.signal ? { signal: init.signal } : {}),
+  };
+}
+
+/** A body as JSON; undefined when it is empty or not JSON. */
+export function parseJson(text: string | undefined): any {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 function describeAuth(request: Request): string {
   if (request.authorization !== undefined) return `Authorization: ${request.authorization.replace(/(\S+\s+)(\S{4})\S+/, '$1$2…')}`;
   if (request.token) return `Bearer ${request.token.slice(0, 4)}…`;
@@ -111,32 +147,14 @@ export class Client {
   }
 
   private init(request: Request, signal: AbortSignal): RequestInit {
-    const headers: Record<string, string> = { 'User-Agent': this.options.userAgent, ...(request.headers ?? {}) };
-    if (request.authorization !== undefined) headers.Authorization = request.authorization;
-    else if (request.token) headers.Authorization = `Bearer ${request.token}`;
-    let body: string | Uint8Array | undefined;
-    if (request.json !== undefined) {
-      headers['Content-Type'] = 'application/json';
-      body = JSON.stringify(request.json);
-    } else if (request.raw) {
-      if (request.raw.contentType !== undefined) headers['Content-Type'] = request.raw.contentType;
-      body = request.raw.body;
-    }
-    return { method: request.method, headers, body: body as BodyInit | undefined, signal, redirect: 'manual' };
+    return requestInit(request, { userAgent: this.options.userAgent, signal });
   }
 
   private record(request: Request, response: Response, text: string | undefined, started: number): Exchange {
     const path = request.path.split('?')[0]!;
     const routed = this.routeOf(request.method, path);
     const op = routed.kind === 'operation' ? routed.op : undefined;
-    let json: unknown;
-    if (text) {
-      try {
-        json = JSON.parse(text);
-      } catch {
-        json = undefined;
-      }
-    }
+    const json = parseJson(text);
     const exchange: Exchange = {
       seq: this.exchanges.length + 1,
       method: request.method.toUpperCase(),
@@ -148,7 +166,13 @@ export class Client {
       text,
       json,
       ms: Math.round(performance.now() - started),
-      problems: this.options.contract.judge({ method: request.method, path, status: response.status, headers: response.headers, body: text }),
+      problems: this.options.contract.judge({
+        method: request.method,
+        path,
+        status: response.status,
+        headers: response.headers,
+        body: text,
+      }),
       caseIndex: this.caseIndex,
       sent: [describeAuth(request), describeBody(request)].filter(Boolean).join(', '),
     };
@@ -167,7 +191,10 @@ export class Client {
         response = await fetch(this.options.baseUrl + request.path, this.init(request, signal));
         text = await response.text();
       } catch (error) {
-        const reason = (error as Error).name === 'TimeoutError' ? `no answer within ${this.options.timeoutMs} ms` : `${(error as Error).message}${(error as { cause?: Error }).cause ? ` (${(error as { cause: Error }).cause.message})` : ''}`;
+        const reason =
+          (error as Error).name === 'TimeoutError'
+            ? `no answer within ${this.options.timeoutMs} ms`
+            : `${(error as Error).message}${(error as { cause?: Error }).cause ? ` (${(error as { cause: Error }).cause.message})` : ''}`;
         throw new TransportError(`${request.method} ${request.path}: ${reason}`);
       }
       const exchange = this.record(request, response, text, started);
@@ -190,7 +217,10 @@ export class Client {
     const started = performance.now();
     let response: Response;
     try {
-      response = await fetch(this.options.baseUrl + request.path, this.init({ ...request, headers: { Accept: 'text/event-stream', ...(request.headers ?? {}) } }, controller.signal));
+      response = await fetch(
+        this.options.baseUrl + request.path,
+        this.init({ ...request, headers: { Accept: 'text/event-stream', ...(request.headers ?? {}) } }, controller.signal),
+      );
     } catch (error) {
       throw new TransportError(`${request.method} ${request.path}: ${(error as Error).message}`);
     } finally {
@@ -210,7 +240,11 @@ export interface SseMessage {
 }
 
 /** Reads messages from an open event stream until `enough` says so or `timeoutMs` passes. */
-export async function readEvents(stream: StreamExchange, enough: (messages: SseMessage[]) => boolean, timeoutMs: number): Promise<SseMessage[]> {
+export async function readEvents(
+  stream: StreamExchange,
+  enough: (messages: SseMessage[]) => boolean,
+  timeoutMs: number,
+): Promise<SseMessage[]> {
   const messages: SseMessage[] = [];
   const reader = stream.response.body!.getReader();
   const decoder = new TextDecoder();

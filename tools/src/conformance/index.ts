@@ -167,7 +167,11 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     contract,
     timeoutMs: options.timeoutMs ?? 30_000,
     userAgent: 'signalboard-conformance',
-    onWait: (seconds, exchange) => log(`        rate-limited (${exchange.operation ?? `${exchange.method} ${exchange.url}`} got 429): waiting ${seconds} s as Retry-After says`),
+    onWait: (seconds, exchange) =>
+      log(
+        `        rate-limited (${exchange.operation ?? `${exchange.method} ${exchange.url}`} got 429): waiting ${seconds} s as ` +
+          `Retry-After says`,
+      ),
   });
   const tag = `cf${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
   const password = () => `cf-${randomBytes(12).toString('base64url')}`;
@@ -182,14 +186,26 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   const cases = buildCases(contract, { rateLimits: runOptions.rateLimits, stripeWebhookSecret: Boolean(runOptions.stripeWebhookSecret) });
   const results: CaseResult[] = [];
   const width = String(cases.length).length;
-  let cleanup: CleanupResult = { ok: false, done: [], failed: ['not run'], left: [] };
+  let cleanup: CleanupResult;
   let unreachable = 0;
 
   log(`Conformance of ${baseUrl} to ${contract.title} (${contract.operations.length} operations), run ${tag}: ${cases.length} cases`);
   try {
     for (const [index, def] of cases.entries()) {
       const label = `${def.op} ${def.expect}`;
-      const result: CaseResult = { index: index + 1, group: def.group, op: def.op, expect: def.expect, title: def.title, outcome: 'passed', ms: 0, failures: [], notes: [], requests: 0, nonConformance: [] };
+      const result: CaseResult = {
+        index: index + 1,
+        group: def.group,
+        op: def.op,
+        expect: def.expect,
+        title: def.title,
+        outcome: 'passed',
+        ms: 0,
+        failures: [],
+        notes: [],
+        requests: 0,
+        nonConformance: [],
+      };
       const before = client.exchanges.length;
       client.caseIndex = index;
       const t = new CaseContext(client, contract, state, ledger, runOptions);
@@ -218,7 +234,12 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
                 ? `${(error as Error).message}\n  request: ${exchange.method} ${exchange.url}${exchange.sent ? ` (${exchange.sent})` : ''}`
                 : error instanceof Mismatch || error instanceof TransportError
                   ? error.message
-                  : `error in the case: ${String(error)} (${(error as Error).stack?.split('\n').find((line) => line.trim().startsWith('at '))?.trim() ?? 'no stack'})`,
+                  : `error in the case: ${String(error)} (${
+                      (error as Error).stack
+                        ?.split('\n')
+                        .find((line) => line.trim().startsWith('at '))
+                        ?.trim() ?? 'no stack'
+                    })`,
             );
           }
         }
@@ -231,18 +252,28 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
       if (result.nonConformance.length > 0 && result.outcome === 'passed') result.outcome = 'failed';
       results.push(result);
       const status = result.outcome === 'passed' ? 'ok' : result.outcome === 'blocked' ? 'BLOCKED' : 'FAILED';
-      log(`[${String(index + 1).padStart(width)}/${cases.length}] ${label}: ${def.title} … ${status} (${result.ms} ms)${result.notes.length ? ` (${result.notes.join('; ')})` : ''}`);
+      log(
+        `[${String(index + 1).padStart(width)}/${cases.length}] ${label}: ${def.title} … ${status} (${result.ms} ` +
+          `ms)${result.notes.length ? ` (${result.notes.join('; ')})` : ''}`,
+      );
       for (const failure of result.failures) log(`        ${failure.replace(/\n/g, '\n        ')}`);
-      for (const bad of result.nonConformance) log(`        not as the contract says: ${bad.method} ${bad.url} → ${bad.status}: ${bad.problems.join('; ')}`);
+      for (const bad of result.nonConformance)
+        log(`        not as the contract says: ${bad.method} ${bad.url} → ${bad.status}: ${bad.problems.join('; ')}`);
     }
   } finally {
     client.caseIndex = -1;
     const before = client.exchanges.length;
     cleanup = await cleanUp(client, ledger);
     const bad = client.exchanges.slice(before).filter((e) => e.problems.length > 0);
-    if (bad.length) cleanup.failed.push(...bad.map((e) => `answer not as the contract says: ${e.method} ${e.url} → ${e.status}: ${e.problems.join('; ')}`));
+    if (bad.length)
+      cleanup.failed.push(
+        ...bad.map((e) => `answer not as the contract says: ${e.method} ${e.url} → ${e.status}: ${e.problems.join('; ')}`),
+      );
     cleanup.ok = cleanup.failed.length === 0;
-    if (cleanup.done.length || cleanup.failed.length) log(`Clean-up of what the cases left: ${cleanup.done.length} done${cleanup.failed.length ? `, ${cleanup.failed.length} FAILED` : ''}`);
+    if (cleanup.done.length || cleanup.failed.length)
+      log(
+        `Clean-up of what the cases left: ${cleanup.done.length} done${cleanup.failed.length ? `, ${cleanup.failed.length} FAILED` : ''}`,
+      );
   }
 
   const coverage = computeCoverage(contract, client.exchanges, {
@@ -251,7 +282,9 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     billingOn: state.billingOn,
     notLimited: state.notLimited,
   });
-  const nonConformance = client.exchanges.filter((e) => e.problems.length > 0).map((e) => nonConformanceOf(e, e.caseIndex >= 0 ? `${cases[e.caseIndex]!.op} ${cases[e.caseIndex]!.expect}` : 'clean-up'));
+  const nonConformance = client.exchanges
+    .filter((e) => e.problems.length > 0)
+    .map((e) => nonConformanceOf(e, e.caseIndex >= 0 ? `${cases[e.caseIndex]!.op} ${cases[e.caseIndex]!.expect}` : 'clean-up'));
   const uncoveredOperations = coverage.operations.filter((o) => !o.covered).map((o) => o.key);
   const counts = {
     total: results.length,

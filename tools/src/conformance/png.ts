@@ -13,13 +13,18 @@ export function chunk(type: string, data: Buffer): Buffer {
   return Buffer.concat([length, typeBytes, data, crc]);
 }
 
-/** An RGB, 8-bit, single-colour image. Any size is encoded, 0 or over 1024 included, for refusal tests. */
-export function png(width: number, height: number, opts: { color?: [number, number, number] } = {}): Buffer {
-  const header = Buffer.alloc(13); // compression, filter and interlace stay 0
+/** The 13 bytes of an IHDR chunk's data (compression and filter method 0); any field may hold a value the specification forbids. */
+export function ihdr(width: number, height: number, bitDepth: number, colourType: number, interlace = 0): Buffer {
+  const header = Buffer.alloc(13);
   header.writeUInt32BE(width, 0);
   header.writeUInt32BE(height, 4);
-  header[8] = 8; // bit depth
-  header[9] = 2; // colour type: RGB
+  header.set([bitDepth, colourType, 0, 0, interlace], 8);
+  return header;
+}
+
+/** An RGB, 8-bit, single-colour image. Any size is encoded, 0 or over 1024 included, for refusal tests. */
+export function png(width: number, height: number, opts: { color?: [number, number, number] } = {}): Buffer {
+  const header = ihdr(width, height, 8, 2); // 8-bit RGB, not interlaced
   const row = Buffer.alloc(1 + width * 3); // leading 0: filter type None
   for (let x = 0; x < width; x++) row.set(opts.color ?? [0x2a, 0x7f, 0xd4], 1 + x * 3);
   const pixels = Buffer.concat(Array.from({ length: height }, () => row));

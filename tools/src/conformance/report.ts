@@ -10,7 +10,10 @@ import type { ConformanceResult } from './index.js';
 
 export function coverageLine(result: ConformanceResult): string {
   const c = result.coverage;
-  return `operations ${c.operationsCovered}/${c.operationsTotal}, documented statuses ${c.statusesExercised}/${c.statusesTotal} exercised (${c.statusesNotProvokable} not provokable from outside on this run, ${c.gaps} gap${c.gaps === 1 ? '' : 's'})`;
+  return (
+    `operations ${c.operationsCovered}/${c.operationsTotal}, documented statuses ${c.statusesExercised}/${c.statusesTotal} ` +
+    `exercised (${c.statusesNotProvokable} not provokable from outside on this run, ${c.gaps} gap${c.gaps === 1 ? '' : 's'})`
+  );
 }
 
 export function summary(result: ConformanceResult): string {
@@ -18,7 +21,10 @@ export function summary(result: ConformanceResult): string {
   const { counts } = result;
   lines.push('');
   lines.push(`Conformance of ${result.baseUrl} to ${result.contract}`);
-  lines.push(`  cases: ${counts.passed} passed, ${counts.failed} failed, ${counts.blocked} blocked, of ${counts.total}; ${counts.requests} requests${counts.waits ? `, ${counts.waits} wait(s) for the deployment's rate limit` : ''}`);
+  lines.push(
+    `  cases: ${counts.passed} passed, ${counts.failed} failed, ${counts.blocked} blocked, of ${counts.total}; ${counts.requests} ` +
+      `requests${counts.waits ? `, ${counts.waits} wait(s) for the deployment's rate limit` : ''}`,
+  );
   lines.push(`  coverage: ${coverageLine(result)}`);
   const failed = result.cases.filter((c) => c.outcome !== 'passed');
   if (failed.length) {
@@ -36,7 +42,11 @@ export function summary(result: ConformanceResult): string {
     }
   }
   if (result.uncoveredOperations.length) {
-    lines.push('', `Operations of the contract no case reached (${result.counts.blocked ? 'cases that could not run, or ' : ''}no case in tools/src/conformance/checks/ for a new operation):`);
+    lines.push(
+      '',
+      `Operations of the contract no case reached (${result.counts.blocked ? 'cases that could not run, or ' : ''}no case in ` +
+        `tools/src/conformance/checks/ for a new operation):`,
+    );
     for (const op of result.uncoveredOperations) lines.push(`  ✗ ${op}`);
   }
   const gaps = result.coverage.operations.flatMap((o) => o.statuses.filter((s) => s.state === 'gap').map((s) => `${o.key} ${s.status}`));
@@ -52,8 +62,17 @@ export function summary(result: ConformanceResult): string {
     }
   }
   const { done, failed: notDone } = result.cleanup;
-  if (done.length === 0 && notDone.length === 0) lines.push('', 'Clean-up: nothing left to remove (the cases deleted their projects, revoked their API tokens and ended their sessions)');
-  else lines.push('', `Clean-up of what failed cases left: ${done.length ? `done: ${done.join('; ')}` : 'nothing removed'}${notDone.length ? `; FAILED: ${notDone.join('; ')}` : ''}`);
+  if (done.length === 0 && notDone.length === 0)
+    lines.push(
+      '',
+      'Clean-up: nothing left to remove (the cases deleted their projects, revoked their API tokens and ended their sessions)',
+    );
+  else
+    lines.push(
+      '',
+      `Clean-up of what failed cases left: ` +
+        `${done.length ? `done: ${done.join('; ')}` : 'nothing removed'}${notDone.length ? `; FAILED: ${notDone.join('; ')}` : ''}`,
+    );
   if (result.cleanup.left.length) lines.push(`  left behind: ${result.cleanup.left.join('; ')}`);
   lines.push('', `Run time: ${(result.durationMs / 1000).toFixed(1)} s`);
   lines.push(result.ok ? 'Result: CONFORMS' : `Result: DOES NOT CONFORM: ${result.reasons.join('; ')}`);
@@ -62,6 +81,7 @@ export function summary(result: ConformanceResult): string {
 
 const xml = (text: string) =>
   text
+    // eslint-disable-next-line no-control-regex -- the characters XML 1.0 does not allow, taken out
     .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g, '')
     .replace(/&/g, '&amp;')
     .replace(/</g, '&lt;')
@@ -85,38 +105,73 @@ export function junit(result: ConformanceResult): string {
   };
   for (const c of result.cases) {
     const name = `${c.op} ${c.expect}: ${c.title}`;
-    const open = `    <testcase classname="conformance.${xml(c.group.replace(/\s+/g, '-'))}" name="${xml(name)}" time="${(c.ms / 1000).toFixed(3)}"`;
+    const open =
+      `    <testcase classname="conformance.${xml(c.group.replace(/\s+/g, '-'))}" name="${xml(name)}" ` +
+      `time="${(c.ms / 1000).toFixed(3)}"`;
     if (c.outcome === 'passed') {
       add(c.group, `${open}/>`, 'pass', c.ms);
       continue;
     }
-    const details = [...c.failures, ...c.nonConformance.map((n) => `not as the contract says: ${n.method} ${n.url} → ${n.status}: ${n.problems.join('; ')}`)].join('\n');
+    const details = [
+      ...c.failures,
+      ...c.nonConformance.map((n) => `not as the contract says: ${n.method} ${n.url} → ${n.status}: ${n.problems.join('; ')}`),
+    ].join('\n');
     const tag = c.outcome === 'blocked' ? 'skipped' : 'failure';
     const first = details.split('\n')[0] ?? '';
-    add(c.group, `${open}>\n      <${tag} message="${xml(first.slice(0, 300))}">${xml(details)}</${tag}>\n    </testcase>`, c.outcome === 'blocked' ? 'skip' : 'fail', c.ms);
+    add(
+      c.group,
+      `${open}>\n      <${tag} message="${xml(first.slice(0, 300))}">${xml(details)}</${tag}>\n    </testcase>`,
+      c.outcome === 'blocked' ? 'skip' : 'fail',
+      c.ms,
+    );
   }
   for (const op of result.coverage.operations) {
     const open = (name: string) => `    <testcase classname="conformance.coverage" name="${xml(name)}" time="0"`;
-    if (!op.covered) add('coverage', `${open(`${op.key}: has a conformance case`)}>\n      <failure message="no case reaches this operation"/>\n    </testcase>`, 'fail');
+    if (!op.covered)
+      add(
+        'coverage',
+        `${open(`${op.key}: has a conformance case`)}>\n      <failure message="no case reaches this operation"/>\n    </testcase>`,
+        'fail',
+      );
     else add('coverage', `${open(`${op.key}: has a conformance case`)}/>`, 'pass');
     for (const s of op.statuses) {
       const name = `${op.key} ${s.status}`;
       if (s.state === 'exercised') add('coverage', `${open(name)}/>`, 'pass');
-      else if (s.state === 'not-provokable') add('coverage', `${open(name)}>\n      <skipped message="${xml(s.reason ?? '')}"/>\n    </testcase>`, 'skip');
-      else add('coverage', `${open(name)}>\n      <failure message="documented, provokable, and no case produced it"/>\n    </testcase>`, 'fail');
+      else if (s.state === 'not-provokable')
+        add('coverage', `${open(name)}>\n      <skipped message="${xml(s.reason ?? '')}"/>\n    </testcase>`, 'skip');
+      else
+        add(
+          'coverage',
+          `${open(name)}>\n      <failure message="documented, provokable, and no case produced it"/>\n    </testcase>`,
+          'fail',
+        );
     }
   }
-  if (!result.cleanup.ok) add('clean-up', `    <testcase classname="conformance.clean-up" name="removes what the run created" time="0">\n      <failure message="${xml(result.cleanup.failed.join('; ').slice(0, 300))}">${xml(result.cleanup.failed.join('\n'))}</failure>\n    </testcase>`, 'fail');
+  if (!result.cleanup.ok)
+    add(
+      'clean-up',
+      `    <testcase classname="conformance.clean-up" name="removes what the run created" time="0">\n      <failure ` +
+        `message="${xml(result.cleanup.failed.join('; ').slice(0, 300))}">${xml(result.cleanup.failed.join('\n'))}</failure>\n    ` +
+        `</testcase>`,
+      'fail',
+    );
   else add('clean-up', '    <testcase classname="conformance.clean-up" name="removes what the run created" time="0"/>', 'pass');
 
-  const totals = [...stats.values()].reduce((a, s) => ({ tests: a.tests + s.tests, failures: a.failures + s.failures, skipped: a.skipped + s.skipped }), { tests: 0, failures: 0, skipped: 0 });
+  const totals = [...stats.values()].reduce(
+    (a, s) => ({ tests: a.tests + s.tests, failures: a.failures + s.failures, skipped: a.skipped + s.skipped }),
+    { tests: 0, failures: 0, skipped: 0 },
+  );
   const out = [
     '<?xml version="1.0" encoding="UTF-8"?>',
-    `<testsuites name="${xml(`conformance of ${result.baseUrl}`)}" tests="${totals.tests}" failures="${totals.failures}" errors="0" skipped="${totals.skipped}" time="${(result.durationMs / 1000).toFixed(3)}">`,
+    `<testsuites name="${xml(`conformance of ${result.baseUrl}`)}" tests="${totals.tests}" failures="${totals.failures}" errors="0" ` +
+      `skipped="${totals.skipped}" time="${(result.durationMs / 1000).toFixed(3)}">`,
   ];
   for (const [suite, cases] of suites) {
     const s = stats.get(suite)!;
-    out.push(`  <testsuite name="${xml(suite)}" tests="${s.tests}" failures="${s.failures}" errors="0" skipped="${s.skipped}" time="${s.time.toFixed(3)}" timestamp="${result.startedAt.replace(/\.\d+Z$/, '')}">`);
+    out.push(
+      `  <testsuite name="${xml(suite)}" tests="${s.tests}" failures="${s.failures}" errors="0" skipped="${s.skipped}" ` +
+        `time="${s.time.toFixed(3)}" timestamp="${result.startedAt.replace(/\.\d+Z$/, '')}">`,
+    );
     out.push(...cases);
     out.push('  </testsuite>');
   }

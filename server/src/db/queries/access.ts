@@ -24,10 +24,13 @@ async function projectRow<T extends ProjectRoleRow>(
   namespace: string,
   contents: boolean,
 ): Promise<T | undefined> {
-  const sql = sqlOnce(contents ? 'project:contents' : 'project', () =>
-    `select ${selectColumns(em, Project, 'p', 'p')}, m.role as member_role${contents ? `, ${PROJECT_CONTENTS}` : ''}
+  const sql = sqlOnce(
+    contents ? 'project:contents' : 'project',
+    () =>
+      `select ${selectColumns(em, Project, 'p', 'p')}, m.role as member_role${contents ? `, ${PROJECT_CONTENTS}` : ''}
      from projects p left join project_members m on m.project_id = p.id and m.user_id = ?
-     where p.namespace = ?`);
+     where p.namespace = ?`,
+  );
   const [row] = await query<T>(em, sql, [userId, namespace]);
   return row;
 }

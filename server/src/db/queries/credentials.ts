@@ -25,9 +25,12 @@ export type CredentialRow = {
 /** The credential of `kind` whose token hashes to `tokenHash`, with its user, in one statement; undefined when none. */
 export async function findCredential(em: EntityManager, kind: CredentialKind, tokenHash: string): Promise<CredentialRow | undefined> {
   const table = TABLE[kind];
-  const sql = sqlOnce(`credential:${table}`, () =>
-    `select c.id as credential_id, c.expires_at, c.last_used_at, ${selectColumns(em, User, 'u', 'u')}
-     from ${table} c join users u on u.id = c.user_id where c.token_hash = ?`);
+  const sql = sqlOnce(
+    `credential:${table}`,
+    () =>
+      `select c.id as credential_id, c.expires_at, c.last_used_at, ${selectColumns(em, User, 'u', 'u')}
+     from ${table} c join users u on u.id = c.user_id where c.token_hash = ?`,
+  );
   const [row] = await query<CredentialRow>(em, sql, [tokenHash]);
   return row;
 }

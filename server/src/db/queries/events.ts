@@ -36,12 +36,15 @@ export interface EventsQuery {
 export async function eventsPage(em: EntityManager, q: EventsQuery): Promise<Event[]> {
   const tags = q.tagsContainingAny;
   const shape = `events:${q.feedId === undefined ? '' : 'feed'}:${q.below === undefined ? '' : 'below'}:${tags.length}`;
-  const sql = sqlOnce(shape, () =>
-    `select ${selectColumns(em, Event, 'e', 'e')} from events e where e.project_id = ?`
-    + (q.feedId === undefined ? '' : ' and e.feed_id = ?')
-    + (q.below === undefined ? '' : ' and e.id < ?')
-    + (tags.length === 0 ? '' : ` and (${tags.map(() => 'e.tags @> ?::jsonb').join(' or ')})`)
-    + ' order by e.id desc limit ?');
+  const sql = sqlOnce(
+    shape,
+    () =>
+      `select ${selectColumns(em, Event, 'e', 'e')} from events e where e.project_id = ?` +
+      (q.feedId === undefined ? '' : ' and e.feed_id = ?') +
+      (q.below === undefined ? '' : ' and e.id < ?') +
+      (tags.length === 0 ? '' : ` and (${tags.map(() => 'e.tags @> ?::jsonb').join(' or ')})`) +
+      ' order by e.id desc limit ?',
+  );
   const params: unknown[] = [q.projectId];
   if (q.feedId !== undefined) params.push(q.feedId);
   if (q.below !== undefined) params.push(q.below);

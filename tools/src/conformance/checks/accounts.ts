@@ -5,7 +5,7 @@
  */
 import { INVITE_USES, Mismatch, randomToken, type CaseContext, type CaseDef } from '../case.js';
 import type { Exchange } from '../http.js';
-import { badPageSize, expectDetails, payloadTooLarge, sessionOf, unauthenticated, unsupportedMediaType } from './common.js';
+import { badPageSize, oneRequest, payloadTooLarge, sessionOf, unauthenticated, unsupportedMediaType } from './common.js';
 
 const group = 'accounts';
 const SIGNUP = 'POST /v1/auth/signup';
@@ -23,60 +23,66 @@ function signupBody(t: CaseContext, who: 'a' | 'b') {
 /** A refused invite code is the operator's business, not the deployment's: say what the run needs. */
 function inviteHint(t: CaseContext, exchange: Exchange): void {
   if (exchange.status === 400 && exchange.json?.error?.code === 'invalid_invite') {
-    throw new Mismatch(`the invite code was refused (400 invalid_invite): the run needs a code with ${INVITE_USES} uses left (npm run invite -- create --uses ${INVITE_USES})`, exchange);
+    throw new Mismatch(
+      `the invite code was refused (400 invalid_invite): the run needs a code with ${INVITE_USES} uses left (npm run invite -- create ` +
+        `--uses ${INVITE_USES})`,
+      exchange,
+    );
   }
 }
 
 function checkGrant(t: CaseContext, data: any, username: string, email: string): void {
   t.check(SESSION_TOKEN.test(data?.token ?? ''), 'the session token is ses_ and 43 URL-safe characters');
-  t.check(data.user?.username === username.toLowerCase(), `the username comes back lower-case (${username.toLowerCase()}), got ${data.user?.username}`);
+  t.check(
+    data.user?.username === username.toLowerCase(),
+    `the username comes back lower-case (${username.toLowerCase()}), got ${data.user?.username}`,
+  );
   t.check(String(data.user?.email).toLowerCase() === email.toLowerCase(), 'the email address comes back');
   const days = (Date.parse(data.expires_at) - Date.now()) / 86_400_000;
   t.check(days > 29 && days <= 30.01, `the session expires in 30 days (expires_at ${data.expires_at})`);
 }
 
 export const accountCases: CaseDef[] = [
-  unsupportedMediaType(group, SIGNUP, () => '/v1/auth/signup', () => undefined),
-  {
+  unsupportedMediaType(
     group,
-    op: SIGNUP,
-    expect: '400 invalid_request',
-    title: 'a body that breaks the formats (and has an undefined field) is refused, with details',
-    run: async (t) => {
-      const exchange = await t.send({
-        method: 'POST',
-        path: '/v1/auth/signup',
-        json: { username: 'x!', email: 'not-an-address', password: 'short', invite: t.options.inviteCode, conformance: true },
-      });
-      t.expect(exchange, 400, 'invalid_request');
-      expectDetails(t, exchange.json);
-    },
-  },
-  {
+    SIGNUP,
+    () => '/v1/auth/signup',
+    () => undefined,
+  ),
+  oneRequest(
     group,
-    op: SIGNUP,
-    expect: '400 invalid_invite',
-    title: 'an unknown invite code is refused',
-    run: async (t) => {
-      const exchange = await t.send({
-        method: 'POST',
-        path: '/v1/auth/signup',
-        json: { username: `${t.state.tag}-z`, email: `${t.state.tag}-z@example.com`, password: t.state.a.password, invite: `inv_conformance_unknown_${t.state.tag}` },
-      });
-      t.expect(exchange, 400, 'invalid_invite');
+    SIGNUP,
+    '400 invalid_request',
+    'a body that breaks the formats (and has an undefined field) is refused, with details',
+    (t) => ({
+      method: 'POST',
+      path: '/v1/auth/signup',
+      json: { username: 'x!', email: 'not-an-address', password: 'short', invite: t.options.inviteCode, conformance: true },
+    }),
+  ),
+  oneRequest(group, SIGNUP, '400 invalid_invite', 'an unknown invite code is refused', (t) => ({
+    method: 'POST',
+    path: '/v1/auth/signup',
+    json: {
+      username: `${t.state.tag}-z`,
+      email: `${t.state.tag}-z@example.com`,
+      password: t.state.a.password,
+      invite: `inv_conformance_unknown_${t.state.tag}`,
     },
-  },
-  {
+  })),
+  oneRequest(
     group,
-    op: SIGNUP,
-    expect: '401 unauthenticated',
-    title: 'sign-up with a credential that is not valid is refused (the caller should know its token is bad)',
-    run: async (t) => {
-      const exchange = await t.send({ method: 'POST', path: '/v1/auth/signup', token: randomToken(), json: signupBody(t, 'a') });
-      t.expect(exchange, 401, 'unauthenticated');
-    },
-  },
-  payloadTooLarge(group, SIGNUP, () => '/v1/auth/signup', () => undefined),
+    SIGNUP,
+    '401 unauthenticated',
+    'sign-up with a credential that is not valid is refused (the caller should know its token is bad)',
+    (t) => ({ method: 'POST', path: '/v1/auth/signup', token: randomToken(), json: signupBody(t, 'a') }),
+  ),
+  payloadTooLarge(
+    group,
+    SIGNUP,
+    () => '/v1/auth/signup',
+    () => undefined,
+  ),
   {
     group,
     op: SIGNUP,
@@ -84,7 +90,11 @@ export const accountCases: CaseDef[] = [
     title: 'user A signs up with the invite code; the username is stored lower-case',
     run: async (t) => {
       const { a } = t.state;
-      const exchange = await t.send({ method: 'POST', path: '/v1/auth/signup', json: { ...signupBody(t, 'a'), username: a.username.toUpperCase() } });
+      const exchange = await t.send({
+        method: 'POST',
+        path: '/v1/auth/signup',
+        json: { ...signupBody(t, 'a'), username: a.username.toUpperCase() },
+      });
       inviteHint(t, exchange);
       const data = t.expect(exchange, 201);
       checkGrant(t, data, a.username, a.email);
@@ -94,21 +104,12 @@ export const accountCases: CaseDef[] = [
       t.ledger.accounts.push(a.username);
     },
   },
-  {
-    group,
-    op: SIGNUP,
-    expect: '403 already_authenticated',
-    title: 'sign-up with a valid session is refused',
-    run: async (t) => {
-      const exchange = await t.send({
-        method: 'POST',
-        path: '/v1/auth/signup',
-        token: sessionOf('a')(t),
-        json: { ...signupBody(t, 'b'), username: `${t.state.tag}-y`, email: `${t.state.tag}-y@example.com` },
-      });
-      t.expect(exchange, 403, 'already_authenticated');
-    },
-  },
+  oneRequest(group, SIGNUP, '403 already_authenticated', 'sign-up with a valid session is refused', (t) => ({
+    method: 'POST',
+    path: '/v1/auth/signup',
+    token: sessionOf('a')(t),
+    json: { ...signupBody(t, 'b'), username: `${t.state.tag}-y`, email: `${t.state.tag}-y@example.com` },
+  })),
   {
     group,
     op: SIGNUP,
@@ -156,19 +157,23 @@ export const accountCases: CaseDef[] = [
       t.ledger.accounts.push(b.username);
     },
   },
-  unsupportedMediaType(group, LOGIN, () => '/v1/auth/login', () => undefined),
-  {
+  unsupportedMediaType(
     group,
-    op: LOGIN,
-    expect: '400 invalid_request',
-    title: 'a body without a password is refused, with details',
-    run: async (t) => {
-      const exchange = await t.send({ method: 'POST', path: '/v1/auth/login', json: { login: t.state.a.username } });
-      t.expect(exchange, 400, 'invalid_request');
-      expectDetails(t, exchange.json);
-    },
-  },
-  payloadTooLarge(group, LOGIN, () => '/v1/auth/login', () => undefined),
+    LOGIN,
+    () => '/v1/auth/login',
+    () => undefined,
+  ),
+  oneRequest(group, LOGIN, '400 invalid_request', 'a body without a password is refused, with details', (t) => ({
+    method: 'POST',
+    path: '/v1/auth/login',
+    json: { login: t.state.a.username },
+  })),
+  payloadTooLarge(
+    group,
+    LOGIN,
+    () => '/v1/auth/login',
+    () => undefined,
+  ),
   {
     group,
     op: LOGIN,
@@ -176,20 +181,19 @@ export const accountCases: CaseDef[] = [
     title: 'a wrong password is refused, with a Bearer challenge',
     run: async (t) => {
       t.need(t.state.a.id, 'user A');
-      const exchange = await t.send({ method: 'POST', path: '/v1/auth/login', json: { login: t.state.a.username, password: `${t.state.a.password}-wrong` } });
+      const exchange = await t.send({
+        method: 'POST',
+        path: '/v1/auth/login',
+        json: { login: t.state.a.username, password: `${t.state.a.password}-wrong` },
+      });
       t.expect(exchange, 401, 'invalid_credentials');
     },
   },
-  {
-    group,
-    op: LOGIN,
-    expect: '401 invalid_credentials',
-    title: 'an unknown user gets the same answer as a wrong password',
-    run: async (t) => {
-      const exchange = await t.send({ method: 'POST', path: '/v1/auth/login', json: { login: `${t.state.tag}-nobody`, password: t.state.a.password } });
-      t.expect(exchange, 401, 'invalid_credentials');
-    },
-  },
+  oneRequest(group, LOGIN, '401 invalid_credentials', 'an unknown user gets the same answer as a wrong password', (t) => ({
+    method: 'POST',
+    path: '/v1/auth/login',
+    json: { login: `${t.state.tag}-nobody`, password: t.state.a.password },
+  })),
   {
     group,
     op: LOGIN,
@@ -198,7 +202,10 @@ export const accountCases: CaseDef[] = [
     run: async (t) => {
       const { a } = t.state;
       t.need(a.id, 'user A');
-      const data = t.expect(await t.send({ method: 'POST', path: '/v1/auth/login', json: { login: a.email.toUpperCase(), password: a.password } }), 201);
+      const data = t.expect(
+        await t.send({ method: 'POST', path: '/v1/auth/login', json: { login: a.email.toUpperCase(), password: a.password } }),
+        201,
+      );
       checkGrant(t, data, a.username, a.email);
       t.check(data.user.id === a.id, 'the same account');
       t.check(data.token !== a.session, 'a new session token');
@@ -214,37 +221,24 @@ export const accountCases: CaseDef[] = [
     run: async (t) => {
       const { a } = t.state;
       const data = t.expect(await t.send({ method: 'GET', path: '/v1/users/me', authorization: `token ${sessionOf('a')(t)}` }), 200);
-      t.check(data.id === a.id && data.username === a.username.toLowerCase() && data.email.toLowerCase() === a.email.toLowerCase(), 'the signed-up account');
+      t.check(
+        data.id === a.id && data.username === a.username.toLowerCase() && data.email.toLowerCase() === a.email.toLowerCase(),
+        'the signed-up account',
+      );
       t.check(data.icon === null, 'no icon');
     },
   },
-  {
-    group,
-    op: ME,
-    expect: '400 invalid_request',
-    title: 'a query parameter the operation does not define is refused',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'GET', path: '/v1/users/me?conformance=1', token: sessionOf('a')(t) }), 400, 'invalid_request');
-    },
-  },
-  {
-    group,
-    op: ME,
-    expect: '401 unauthenticated',
-    title: 'no credential at all is refused',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'GET', path: '/v1/users/me' }), 401, 'unauthenticated');
-    },
-  },
-  {
-    group,
-    op: ME,
-    expect: '401 unauthenticated',
-    title: 'a scheme other than Bearer or Token is refused',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'GET', path: '/v1/users/me', authorization: `Basic ${Buffer.from('a:b').toString('base64')}` }), 401, 'unauthenticated');
-    },
-  },
+  oneRequest(group, ME, '400 invalid_request', 'a query parameter the operation does not define is refused', (t) => ({
+    method: 'GET',
+    path: '/v1/users/me?conformance=1',
+    token: sessionOf('a')(t),
+  })),
+  oneRequest(group, ME, '401 unauthenticated', 'no credential at all is refused', () => ({ method: 'GET', path: '/v1/users/me' })),
+  oneRequest(group, ME, '401 unauthenticated', 'a scheme other than Bearer or Token is refused', () => ({
+    method: 'GET',
+    path: '/v1/users/me',
+    authorization: `Basic ${Buffer.from('a:b').toString('base64')}`,
+  })),
   {
     group,
     op: RECEIVED,

@@ -46,7 +46,11 @@ export function billingCases(withSecret: boolean): CaseDef[] {
       expect: '400 invalid_request',
       title: 'an event without a Stripe-Signature header is refused',
       run: async (t) => {
-        t.expect(await t.send({ method: 'POST', path: '/v1/billing/webhook', raw: { body: event(t), contentType: 'application/json' } }), 400, 'invalid_request');
+        t.expect(
+          await t.send({ method: 'POST', path: '/v1/billing/webhook', raw: { body: event(t), contentType: 'application/json' } }),
+          400,
+          'invalid_request',
+        );
       },
     },
     {
@@ -79,7 +83,12 @@ export function billingCases(withSecret: boolean): CaseDef[] {
       expect: '415 unsupported_media_type',
       title: 'a body that is not application/json is refused',
       run: async (t) => {
-        const exchange = await t.send({ method: 'POST', path: '/v1/billing/webhook', raw: { body: 'conformance=1', contentType: 'text/plain' }, headers: { 'Stripe-Signature': 't=1,v1=00' } });
+        const exchange = await t.send({
+          method: 'POST',
+          path: '/v1/billing/webhook',
+          raw: { body: 'conformance=1', contentType: 'text/plain' },
+          headers: { 'Stripe-Signature': 't=1,v1=00' },
+        });
         expectUnlessBillingOff(t, exchange, 415, 'unsupported_media_type');
       },
     },
@@ -89,7 +98,12 @@ export function billingCases(withSecret: boolean): CaseDef[] {
       expect: '413 payload_too_large',
       title: 'a body over 1 MiB is refused',
       run: async (t) => {
-        const exchange = await t.send({ method: 'POST', path: '/v1/billing/webhook', raw: { body: oversizedBody(), contentType: 'application/json' }, headers: { 'Stripe-Signature': 't=1,v1=00' } });
+        const exchange = await t.send({
+          method: 'POST',
+          path: '/v1/billing/webhook',
+          raw: { body: oversizedBody(), contentType: 'application/json' },
+          headers: { 'Stripe-Signature': 't=1,v1=00' },
+        });
         expectUnlessBillingOff(t, exchange, 413, 'payload_too_large');
       },
     },
@@ -111,7 +125,8 @@ export function billingCases(withSecret: boolean): CaseDef[] {
             raw: { body, contentType: 'application/json' },
             headers: { 'Stripe-Signature': stripeSignature(secret, body) },
           });
-          if (exchange.status === 400) throw new Error('the signed event was refused (400): is --stripe-webhook-secret the deployment\'s STRIPE_WEBHOOK_SECRET?');
+          if (exchange.status === 400)
+            throw new Error("the signed event was refused (400): is --stripe-webhook-secret the deployment's STRIPE_WEBHOOK_SECRET?");
           const data = t.expect(exchange, 200);
           t.check(data?.received === true, `delivery ${delivery}: { received: true }`);
         }

@@ -4,9 +4,29 @@
  * an API token on a session-only route.
  */
 import { randomToken, type CaseContext, type CaseDef } from '../case.js';
+import type { Request } from '../http.js';
 
 /** A path built when the case runs (it needs namespaces and ids earlier cases made). */
 export type PathOf = (t: CaseContext) => string;
+
+/**
+ * A case of one request whose answer must have the status, and the error code, that `expect` names
+ * (`'404 not_found'`, `'204'`); an invalid_request must also list its details.
+ */
+export function oneRequest(group: string, op: string, expect: string, title: string, request: (t: CaseContext) => Request): CaseDef {
+  const [status, code] = expect.split(' ');
+  return {
+    group,
+    op,
+    expect,
+    title,
+    run: async (t) => {
+      const exchange = await t.send(request(t));
+      t.expect(exchange, Number(status), code);
+      if (code === 'invalid_request') expectDetails(t, exchange.json);
+    },
+  };
+}
 
 /** 1 MiB and a bit: past the documented body limit. */
 export function oversizedBody(): string {
@@ -21,7 +41,12 @@ export function unauthenticated(group: string, op: string, path: PathOf, options
     expect: '401 unauthenticated',
     title: 'a token no one was given is refused, with a Bearer challenge',
     run: async (t) => {
-      const exchange = await t.send({ method, path: path(t), token: randomToken(), ...(options.json !== undefined ? { json: options.json } : {}) });
+      const exchange = await t.send({
+        method,
+        path: path(t),
+        token: randomToken(),
+        ...(options.json !== undefined ? { json: options.json } : {}),
+      });
       t.expect(exchange, 401, 'unauthenticated');
       t.check(exchange.headers.get('www-authenticate') !== null, 'a 401 carries WWW-Authenticate', exchange);
     },
@@ -35,7 +60,12 @@ export function unsupportedMediaType(group: string, op: string, path: PathOf, to
     expect: '415 unsupported_media_type',
     title: 'a body that is not application/json is refused',
     run: async (t) => {
-      const exchange = await t.send({ method: op.split(' ')[0]!, path: path(t), token: token(t), raw: { body: 'conformance=1', contentType: 'application/x-www-form-urlencoded' } });
+      const exchange = await t.send({
+        method: op.split(' ')[0]!,
+        path: path(t),
+        token: token(t),
+        raw: { body: 'conformance=1', contentType: 'application/x-www-form-urlencoded' },
+      });
       t.expect(exchange, 415, 'unsupported_media_type');
     },
   };
@@ -48,7 +78,12 @@ export function payloadTooLarge(group: string, op: string, path: PathOf, token: 
     expect: '413 payload_too_large',
     title: 'a body over 1 MiB is refused',
     run: async (t) => {
-      const exchange = await t.send({ method: op.split(' ')[0]!, path: path(t), token: token(t), raw: { body: oversizedBody(), contentType: 'application/json' } });
+      const exchange = await t.send({
+        method: op.split(' ')[0]!,
+        path: path(t),
+        token: token(t),
+        raw: { body: oversizedBody(), contentType: 'application/json' },
+      });
       t.expect(exchange, 413, 'payload_too_large');
     },
   };
@@ -77,7 +112,12 @@ export function sessionRequired(group: string, op: string, path: PathOf, options
     title: 'an API token is refused on this session-only route',
     run: async (t) => {
       const token = t.need(t.state.apiToken, 'an API token').token;
-      const exchange = await t.send({ method: op.split(' ')[0]!, path: path(t), token, ...(options.json !== undefined ? { json: options.json } : {}) });
+      const exchange = await t.send({
+        method: op.split(' ')[0]!,
+        path: path(t),
+        token,
+        ...(options.json !== undefined ? { json: options.json } : {}),
+      });
       t.expect(exchange, 403, 'session_required');
     },
   };
@@ -86,7 +126,10 @@ export function sessionRequired(group: string, op: string, path: PathOf, options
 /** `invalid_request` answers list what was wrong: `details` with a JSON pointer and a message each. */
 export function expectDetails(t: CaseContext, body: any): void {
   const details = body?.error?.details;
-  t.check(Array.isArray(details) && details.length > 0, `an invalid_request answer lists details (got ${JSON.stringify(body?.error ?? body).slice(0, 200)})`);
+  t.check(
+    Array.isArray(details) && details.length > 0,
+    `an invalid_request answer lists details (got ${JSON.stringify(body?.error ?? body).slice(0, 200)})`,
+  );
 }
 
 export function sessionOf(who: 'a' | 'b'): (t: CaseContext) => string {

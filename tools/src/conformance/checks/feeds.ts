@@ -5,7 +5,7 @@
  */
 import type { CaseContext, CaseDef } from '../case.js';
 import { readEvents } from '../http.js';
-import { badPageSize, expectDetails, newestFirst, ns, payloadTooLarge, sessionOf, unauthenticated, unsupportedMediaType } from './common.js';
+import { badPageSize, newestFirst, ns, oneRequest, payloadTooLarge, sessionOf, unauthenticated, unsupportedMediaType } from './common.js';
 
 const FEEDS = 'feeds';
 const EVENTS = 'events';
@@ -36,19 +36,18 @@ export const feedCases: CaseDef[] = [
     title: 'a new project has one feed, "general", type 0',
     run: async (t) => {
       const data = t.expect(await t.send({ method: 'GET', path: feeds(t), token: sessionOf('b')(t) }), 200);
-      t.check(data.items.length === 1 && data.items[0].name === 'general' && data.items[0].type === 0, `one feed "general" (got ${JSON.stringify(data.items)})`);
+      t.check(
+        data.items.length === 1 && data.items[0].name === 'general' && data.items[0].type === 0,
+        `one feed "general" (got ${JSON.stringify(data.items)})`,
+      );
     },
   },
   badPageSize(FEEDS, LIST, feeds, sessionOf('a')),
-  {
-    group: FEEDS,
-    op: LIST,
-    expect: '404 not_found',
-    title: 'a non-member gets 404',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'GET', path: feeds(t, 'p2'), token: sessionOf('b')(t) }), 404, 'not_found');
-    },
-  },
+  oneRequest(FEEDS, LIST, '404 not_found', 'a non-member gets 404', (t) => ({
+    method: 'GET',
+    path: feeds(t, 'p2'),
+    token: sessionOf('b')(t),
+  })),
   unauthenticated(FEEDS, LIST, feeds),
   {
     group: FEEDS,
@@ -56,39 +55,39 @@ export const feedCases: CaseDef[] = [
     expect: '201',
     title: 'a member creates the feed "signups"',
     run: async (t) => {
-      const data = t.expect(await t.send({ method: 'POST', path: feeds(t), token: sessionOf('b')(t), json: { name: 'signups', description: 'New accounts', emoji: '🎉' } }), 201);
-      t.check(data.name === 'signups' && data.description === 'New accounts' && data.emoji === '🎉' && data.type === 0, 'name, description, emoji, type 0');
+      const data = t.expect(
+        await t.send({
+          method: 'POST',
+          path: feeds(t),
+          token: sessionOf('b')(t),
+          json: { name: 'signups', description: 'New accounts', emoji: '🎉' },
+        }),
+        201,
+      );
+      t.check(
+        data.name === 'signups' && data.description === 'New accounts' && data.emoji === '🎉' && data.type === 0,
+        'name, description, emoji, type 0',
+      );
     },
   },
-  {
-    group: FEEDS,
-    op: CREATE,
-    expect: '409 feed_name_taken',
-    title: 'a feed name in use in the project is refused',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'POST', path: feeds(t), token: sessionOf('a')(t), json: { name: 'general' } }), 409, 'feed_name_taken');
-    },
-  },
-  {
-    group: FEEDS,
-    op: CREATE,
-    expect: '400 invalid_request',
-    title: 'a name outside [a-z0-9-] and an undefined type are refused, with details',
-    run: async (t) => {
-      const exchange = await t.send({ method: 'POST', path: feeds(t), token: sessionOf('a')(t), json: { name: 'Not A Name', type: 7 } });
-      t.expect(exchange, 400, 'invalid_request');
-      expectDetails(t, exchange.json);
-    },
-  },
-  {
-    group: FEEDS,
-    op: CREATE,
-    expect: '404 not_found',
-    title: 'a non-member gets 404',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'POST', path: feeds(t, 'p2'), token: sessionOf('b')(t), json: { name: 'intruder' } }), 404, 'not_found');
-    },
-  },
+  oneRequest(FEEDS, CREATE, '409 feed_name_taken', 'a feed name in use in the project is refused', (t) => ({
+    method: 'POST',
+    path: feeds(t),
+    token: sessionOf('a')(t),
+    json: { name: 'general' },
+  })),
+  oneRequest(FEEDS, CREATE, '400 invalid_request', 'a name outside [a-z0-9-] and an undefined type are refused, with details', (t) => ({
+    method: 'POST',
+    path: feeds(t),
+    token: sessionOf('a')(t),
+    json: { name: 'Not A Name', type: 7 },
+  })),
+  oneRequest(FEEDS, CREATE, '404 not_found', 'a non-member gets 404', (t) => ({
+    method: 'POST',
+    path: feeds(t, 'p2'),
+    token: sessionOf('b')(t),
+    json: { name: 'intruder' },
+  })),
   unsupportedMediaType(FEEDS, CREATE, feeds, sessionOf('a')),
   payloadTooLarge(FEEDS, CREATE, feeds, sessionOf('a')),
   unauthenticated(FEEDS, CREATE, feeds, { json: { name: 'x' } }),
@@ -98,37 +97,31 @@ export const feedCases: CaseDef[] = [
     expect: '200',
     title: 'a member changes a feed (description null removes it)',
     run: async (t) => {
-      const data = t.expect(await t.send({ method: 'PATCH', path: signups(t), token: sessionOf('b')(t), json: { description: null, emoji: '✅' } }), 200);
+      const data = t.expect(
+        await t.send({ method: 'PATCH', path: signups(t), token: sessionOf('b')(t), json: { description: null, emoji: '✅' } }),
+        200,
+      );
       t.check(data.name === 'signups' && data.description === null && data.emoji === '✅', 'no description, the new emoji');
     },
   },
-  {
-    group: FEEDS,
-    op: UPDATE,
-    expect: '409 feed_name_taken',
-    title: "renaming to another feed's name is refused",
-    run: async (t) => {
-      t.expect(await t.send({ method: 'PATCH', path: signups(t), token: sessionOf('a')(t), json: { name: 'general' } }), 409, 'feed_name_taken');
-    },
-  },
-  {
-    group: FEEDS,
-    op: UPDATE,
-    expect: '400 invalid_request',
-    title: 'a feed name outside the format in the path is refused',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'PATCH', path: `${feeds(t)}/Not_A_Feed`, token: sessionOf('a')(t), json: { emoji: null } }), 400, 'invalid_request');
-    },
-  },
-  {
-    group: FEEDS,
-    op: UPDATE,
-    expect: '404 not_found',
-    title: 'a feed the project does not have is 404',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'PATCH', path: `${feeds(t)}/no-such-feed`, token: sessionOf('a')(t), json: { emoji: null } }), 404, 'not_found');
-    },
-  },
+  oneRequest(FEEDS, UPDATE, '409 feed_name_taken', "renaming to another feed's name is refused", (t) => ({
+    method: 'PATCH',
+    path: signups(t),
+    token: sessionOf('a')(t),
+    json: { name: 'general' },
+  })),
+  oneRequest(FEEDS, UPDATE, '400 invalid_request', 'a feed name outside the format in the path is refused', (t) => ({
+    method: 'PATCH',
+    path: `${feeds(t)}/Not_A_Feed`,
+    token: sessionOf('a')(t),
+    json: { emoji: null },
+  })),
+  oneRequest(FEEDS, UPDATE, '404 not_found', 'a feed the project does not have is 404', (t) => ({
+    method: 'PATCH',
+    path: `${feeds(t)}/no-such-feed`,
+    token: sessionOf('a')(t),
+    json: { emoji: null },
+  })),
   unsupportedMediaType(FEEDS, UPDATE, signups, sessionOf('a')),
   payloadTooLarge(FEEDS, UPDATE, signups, sessionOf('a')),
   unauthenticated(FEEDS, UPDATE, signups, { json: { emoji: null } }),
@@ -144,33 +137,21 @@ export const feedCases: CaseDef[] = [
       t.check(!data.items.some((f: { name: string }) => f.name === 'to-delete'), 'the feed is gone');
     },
   },
-  {
-    group: FEEDS,
-    op: DELETE,
-    expect: '409 last_feed',
-    title: "a project's last feed cannot be deleted",
-    run: async (t) => {
-      t.expect(await t.send({ method: 'DELETE', path: `${feeds(t, 'p2')}/general`, token: sessionOf('a')(t) }), 409, 'last_feed');
-    },
-  },
-  {
-    group: FEEDS,
-    op: DELETE,
-    expect: '400 invalid_request',
-    title: 'a feed name outside the format in the path is refused',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'DELETE', path: `${feeds(t)}/Not_A_Feed`, token: sessionOf('a')(t) }), 400, 'invalid_request');
-    },
-  },
-  {
-    group: FEEDS,
-    op: DELETE,
-    expect: '404 not_found',
-    title: 'a feed the project does not have is 404',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'DELETE', path: `${feeds(t)}/no-such-feed`, token: sessionOf('a')(t) }), 404, 'not_found');
-    },
-  },
+  oneRequest(FEEDS, DELETE, '409 last_feed', "a project's last feed cannot be deleted", (t) => ({
+    method: 'DELETE',
+    path: `${feeds(t, 'p2')}/general`,
+    token: sessionOf('a')(t),
+  })),
+  oneRequest(FEEDS, DELETE, '400 invalid_request', 'a feed name outside the format in the path is refused', (t) => ({
+    method: 'DELETE',
+    path: `${feeds(t)}/Not_A_Feed`,
+    token: sessionOf('a')(t),
+  })),
+  oneRequest(FEEDS, DELETE, '404 not_found', 'a feed the project does not have is 404', (t) => ({
+    method: 'DELETE',
+    path: `${feeds(t)}/no-such-feed`,
+    token: sessionOf('a')(t),
+  })),
   unauthenticated(FEEDS, DELETE, (t) => `${feeds(t)}/general`),
   {
     group: EVENTS,
@@ -179,11 +160,24 @@ export const feedCases: CaseDef[] = [
     title: 'an event is published with an API token, with description, emoji, tags and a timestamp',
     run: async (t) => {
       const timestamp = new Date(Date.now() - 60_000).toISOString();
-      const body = { event: 'New signup', description: 'Someone signed up', emoji: '🎉', tags: { plan: 'pro', seats: 3, trial: true }, timestamp };
+      const body = {
+        event: 'New signup',
+        description: 'Someone signed up',
+        emoji: '🎉',
+        tags: { plan: 'pro', seats: 3, trial: true },
+        timestamp,
+      };
       const data = t.expect(await t.send({ method: 'POST', path: publishPath(t), token: apiToken(t), json: body }), 201);
       t.state.events.push({ id: data.id, feed: data.feed });
-      t.check(data.feed === 'signups' && data.event === 'New signup' && data.description === 'Someone signed up' && data.emoji === '🎉', 'feed, event, description, emoji');
-      t.check(JSON.stringify(data.tags) === JSON.stringify(body.tags) || (data.tags.plan === 'pro' && data.tags.seats === 3 && data.tags.trial === true), `the tags (got ${JSON.stringify(data.tags)})`);
+      t.check(
+        data.feed === 'signups' && data.event === 'New signup' && data.description === 'Someone signed up' && data.emoji === '🎉',
+        'feed, event, description, emoji',
+      );
+      t.check(
+        JSON.stringify(data.tags) === JSON.stringify(body.tags) ||
+          (data.tags.plan === 'pro' && data.tags.seats === 3 && data.tags.trial === true),
+        `the tags (got ${JSON.stringify(data.tags)})`,
+      );
       t.check(Date.parse(data.timestamp) === Date.parse(timestamp), `the timestamp given (got ${data.timestamp})`);
     },
   },
@@ -198,24 +192,18 @@ export const feedCases: CaseDef[] = [
       t.check(data.description === null && data.emoji === null, 'no description, no emoji');
     },
   },
-  {
-    group: EVENTS,
-    op: PUBLISH,
-    expect: '400 invalid_request',
-    title: 'an empty event name and a tag key outside [a-z0-9-] are refused',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'POST', path: publishPath(t), token: apiToken(t), json: { event: '', tags: { 'Not A Key': 1 } } }), 400, 'invalid_request');
-    },
-  },
-  {
-    group: EVENTS,
-    op: PUBLISH,
-    expect: '404 not_found',
-    title: 'a feed the project does not have is 404',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'POST', path: `${feeds(t)}/no-such-feed/events`, token: apiToken(t), json: { event: 'Lost' } }), 404, 'not_found');
-    },
-  },
+  oneRequest(EVENTS, PUBLISH, '400 invalid_request', 'an empty event name and a tag key outside [a-z0-9-] are refused', (t) => ({
+    method: 'POST',
+    path: publishPath(t),
+    token: apiToken(t),
+    json: { event: '', tags: { 'Not A Key': 1 } },
+  })),
+  oneRequest(EVENTS, PUBLISH, '404 not_found', 'a feed the project does not have is 404', (t) => ({
+    method: 'POST',
+    path: `${feeds(t)}/no-such-feed/events`,
+    token: apiToken(t),
+    json: { event: 'Lost' },
+  })),
   unsupportedMediaType(EVENTS, PUBLISH, publishPath, apiToken),
   payloadTooLarge(EVENTS, PUBLISH, publishPath, apiToken),
   unauthenticated(EVENTS, PUBLISH, publishPath, { json: { event: 'x' } }),
@@ -227,25 +215,38 @@ export const feedCases: CaseDef[] = [
     run: async (t) => {
       const [first, second] = t.state.events;
       t.need(second, 'two published events');
-      const all = t.expect(await t.send({ method: 'GET', path: `/v1/projects/${ns(t)}/events?feed=signups`, token: sessionOf('a')(t) }), 200);
+      const all = t.expect(
+        await t.send({ method: 'GET', path: `/v1/projects/${ns(t)}/events?feed=signups`, token: sessionOf('a')(t) }),
+        200,
+      );
       t.check(all.items[0]?.id === second!.id && all.items[1]?.id === first!.id, 'both events, newest first');
-      newestFirst(t, all.items.map((e: { created_at: string }) => e), 'events');
-      const tagged = t.expect(await t.send({ method: 'GET', path: `/v1/projects/${ns(t)}/events?tag=${encodeURIComponent('plan:pro')}`, token: sessionOf('a')(t) }), 200);
+      newestFirst(
+        t,
+        all.items.map((e: { created_at: string }) => e),
+        'events',
+      );
+      const tagged = t.expect(
+        await t.send({
+          method: 'GET',
+          path: `/v1/projects/${ns(t)}/events?tag=${encodeURIComponent('plan:pro')}`,
+          token: sessionOf('a')(t),
+        }),
+        200,
+      );
       t.check(tagged.items.length === 1 && tagged.items[0].id === first!.id, 'tag=plan:pro finds the first event only');
-      const other = t.expect(await t.send({ method: 'GET', path: `/v1/projects/${ns(t)}/events?feed=general`, token: sessionOf('a')(t) }), 200);
+      const other = t.expect(
+        await t.send({ method: 'GET', path: `/v1/projects/${ns(t)}/events?feed=general`, token: sessionOf('a')(t) }),
+        200,
+      );
       t.check(other.items.length === 0, 'feed=general holds none');
     },
   },
   badPageSize(EVENTS, EVENT_LIST, (t) => `/v1/projects/${ns(t)}/events`, sessionOf('a')),
-  {
-    group: EVENTS,
-    op: EVENT_LIST,
-    expect: '404 not_found',
-    title: 'a non-member gets 404',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'GET', path: `/v1/projects/${ns(t, 'p2')}/events`, token: sessionOf('b')(t) }), 404, 'not_found');
-    },
-  },
+  oneRequest(EVENTS, EVENT_LIST, '404 not_found', 'a non-member gets 404', (t) => ({
+    method: 'GET',
+    path: `/v1/projects/${ns(t, 'p2')}/events`,
+    token: sessionOf('b')(t),
+  })),
   unauthenticated(EVENTS, EVENT_LIST, (t) => `/v1/projects/${ns(t)}/events`),
   {
     group: EVENTS,
@@ -255,11 +256,19 @@ export const feedCases: CaseDef[] = [
     run: async (t) => {
       const [first, second] = t.state.events;
       t.need(second, 'two published events');
-      const stream = await t.stream({ method: 'GET', path: `/v1/projects/${ns(t)}/events/stream`, token: sessionOf('a')(t), headers: { 'Last-Event-ID': first!.id } });
+      const stream = await t.stream({
+        method: 'GET',
+        path: `/v1/projects/${ns(t)}/events/stream`,
+        token: sessionOf('a')(t),
+        headers: { 'Last-Event-ID': first!.id },
+      });
       t.expect(stream, 200);
       const messages = await readEvents(stream, (m) => m.some((x) => x.event === 'event'), 5_000);
       const events = messages.filter((m) => m.event === 'event');
-      t.check(events[0]?.id === second!.id, `the first message is the event after Last-Event-ID (got ${events.map((m) => m.id).join(', ') || 'nothing within 5 s'})`);
+      t.check(
+        events[0]?.id === second!.id,
+        `the first message is the event after Last-Event-ID (got ${events.map((m) => m.id).join(', ') || 'nothing within 5 s'})`,
+      );
       const payload = JSON.parse(events[0]!.data);
       const problems = t.contract.schemaProblems('Event', payload);
       t.check(problems.length === 0, `the message's data is an Event: ${problems.join('; ')}`);
@@ -288,7 +297,12 @@ export const feedCases: CaseDef[] = [
     expect: '400 invalid_request',
     title: 'a Last-Event-ID that is not an event id is refused',
     run: async (t) => {
-      const stream = await t.stream({ method: 'GET', path: `/v1/projects/${ns(t)}/events/stream`, token: sessionOf('a')(t), headers: { 'Last-Event-ID': 'not-a-uuid' } });
+      const stream = await t.stream({
+        method: 'GET',
+        path: `/v1/projects/${ns(t)}/events/stream`,
+        token: sessionOf('a')(t),
+        headers: { 'Last-Event-ID': 'not-a-uuid' },
+      });
       stream.abort();
       t.expect(stream, 400, 'invalid_request');
     },
@@ -310,7 +324,11 @@ export const feedCases: CaseDef[] = [
     expect: '401 unauthenticated',
     title: 'a token no one was given is refused, with a Bearer challenge',
     run: async (t) => {
-      const stream = await t.stream({ method: 'GET', path: `/v1/projects/${ns(t)}/events/stream`, token: `ses_${t.state.tag}-not-a-token` });
+      const stream = await t.stream({
+        method: 'GET',
+        path: `/v1/projects/${ns(t)}/events/stream`,
+        token: `ses_${t.state.tag}-not-a-token`,
+      });
       stream.abort();
       t.expect(stream, 401, 'unauthenticated');
     },

@@ -3,7 +3,7 @@
  * own invite; A revokes and invites again; B accepts and is a member; at the end B leaves.
  */
 import type { CaseContext, CaseDef } from '../case.js';
-import { badPageSize, expectDetails, ns, payloadTooLarge, sessionOf, unauthenticated, unsupportedMediaType } from './common.js';
+import { badPageSize, expectDetails, ns, oneRequest, payloadTooLarge, sessionOf, unauthenticated, unsupportedMediaType } from './common.js';
 
 const INVITES = 'invites';
 const MEMBERS = 'members';
@@ -31,15 +31,12 @@ export const inviteCases: CaseDef[] = [
       t.expect(await invite(t, `${t.state.tag}-nobody`), 404, 'not_found');
     },
   },
-  {
-    group: INVITES,
-    op: CREATE,
-    expect: '404 not_found',
-    title: 'a non-member inviting is 404',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'POST', path: invites(t), token: sessionOf('b')(t), json: { username: user(t, 'b') } }), 404, 'not_found');
-    },
-  },
+  oneRequest(INVITES, CREATE, '404 not_found', 'a non-member inviting is 404', (t) => ({
+    method: 'POST',
+    path: invites(t),
+    token: sessionOf('b')(t),
+    json: { username: user(t, 'b') },
+  })),
   {
     group: INVITES,
     op: CREATE,
@@ -84,15 +81,11 @@ export const inviteCases: CaseDef[] = [
       t.check(data.items.length === 1 && data.items[0].user.id === t.state.b.id, "B's invite is listed");
     },
   },
-  {
-    group: INVITES,
-    op: LIST,
-    expect: '404 not_found',
-    title: "a pending invitee is no member: the project's invite list is 404 to it",
-    run: async (t) => {
-      t.expect(await t.send({ method: 'GET', path: invites(t), token: sessionOf('b')(t) }), 404, 'not_found');
-    },
-  },
+  oneRequest(INVITES, LIST, '404 not_found', "a pending invitee is no member: the project's invite list is 404 to it", (t) => ({
+    method: 'GET',
+    path: invites(t),
+    token: sessionOf('b')(t),
+  })),
   badPageSize(INVITES, LIST, invites, sessionOf('a')),
   unauthenticated(INVITES, LIST, invites),
   {
@@ -102,7 +95,10 @@ export const inviteCases: CaseDef[] = [
     title: 'the invitee finds its invite',
     run: async (t) => {
       const data = t.expect(await t.send({ method: 'GET', path: '/v1/users/me/invites', token: sessionOf('b')(t) }), 200);
-      t.check(data.items.length === 1 && data.items[0].project.namespace === ns(t) && data.items[0].invited_by?.id === t.state.a.id, 'the invite to P1, from A');
+      t.check(
+        data.items.length === 1 && data.items[0].project.namespace === ns(t) && data.items[0].invited_by?.id === t.state.a.id,
+        'the invite to P1, from A',
+      );
     },
   },
   {
@@ -117,61 +113,37 @@ export const inviteCases: CaseDef[] = [
       t.expect(await invite(t, user(t, 'b')), 201);
     },
   },
-  {
-    group: INVITES,
-    op: DELETE,
-    expect: '404 not_found',
-    title: 'declining an invite one does not have is 404',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'DELETE', path: `${invites(t)}/${user(t, 'a')}`, token: sessionOf('a')(t) }), 404, 'not_found');
-    },
-  },
-  {
-    group: INVITES,
-    op: DELETE,
-    expect: '400 invalid_request',
-    title: 'a username outside the format is refused',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'DELETE', path: `${invites(t)}/x`, token: sessionOf('a')(t) }), 400, 'invalid_request');
-    },
-  },
+  oneRequest(INVITES, DELETE, '404 not_found', 'declining an invite one does not have is 404', (t) => ({
+    method: 'DELETE',
+    path: `${invites(t)}/${user(t, 'a')}`,
+    token: sessionOf('a')(t),
+  })),
+  oneRequest(INVITES, DELETE, '400 invalid_request', 'a username outside the format is refused', (t) => ({
+    method: 'DELETE',
+    path: `${invites(t)}/x`,
+    token: sessionOf('a')(t),
+  })),
   unauthenticated(INVITES, DELETE, (t) => `${invites(t)}/${user(t, 'b')}`),
-  {
-    group: INVITES,
-    op: ACCEPT,
-    expect: '403 forbidden',
-    title: "a member (here the owner) cannot accept someone else's invite",
-    run: async (t) => {
-      t.expect(await t.send({ method: 'PUT', path: `${invites(t)}/${user(t, 'b')}`, token: sessionOf('a')(t) }), 403, 'forbidden');
-    },
-  },
-  {
-    group: INVITES,
-    op: ACCEPT,
-    expect: '404 not_found',
-    title: 'accepting an invite one does not have is 404',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'PUT', path: `${invites(t)}/${user(t, 'a')}`, token: sessionOf('a')(t) }), 404, 'not_found');
-    },
-  },
-  {
-    group: INVITES,
-    op: ACCEPT,
-    expect: '404 not_found',
-    title: "a non-member naming someone else's invite gets 404",
-    run: async (t) => {
-      t.expect(await t.send({ method: 'PUT', path: `/v1/projects/${ns(t, 'p2')}/invites/${user(t, 'a')}`, token: sessionOf('b')(t) }), 404, 'not_found');
-    },
-  },
-  {
-    group: INVITES,
-    op: ACCEPT,
-    expect: '400 invalid_request',
-    title: 'a username outside the format is refused',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'PUT', path: `${invites(t)}/x`, token: sessionOf('b')(t) }), 400, 'invalid_request');
-    },
-  },
+  oneRequest(INVITES, ACCEPT, '403 forbidden', "a member (here the owner) cannot accept someone else's invite", (t) => ({
+    method: 'PUT',
+    path: `${invites(t)}/${user(t, 'b')}`,
+    token: sessionOf('a')(t),
+  })),
+  oneRequest(INVITES, ACCEPT, '404 not_found', 'accepting an invite one does not have is 404', (t) => ({
+    method: 'PUT',
+    path: `${invites(t)}/${user(t, 'a')}`,
+    token: sessionOf('a')(t),
+  })),
+  oneRequest(INVITES, ACCEPT, '404 not_found', "a non-member naming someone else's invite gets 404", (t) => ({
+    method: 'PUT',
+    path: `/v1/projects/${ns(t, 'p2')}/invites/${user(t, 'a')}`,
+    token: sessionOf('b')(t),
+  })),
+  oneRequest(INVITES, ACCEPT, '400 invalid_request', 'a username outside the format is refused', (t) => ({
+    method: 'PUT',
+    path: `${invites(t)}/x`,
+    token: sessionOf('b')(t),
+  })),
   unauthenticated(INVITES, ACCEPT, (t) => `${invites(t)}/${user(t, 'b')}`),
   {
     group: INVITES,
@@ -181,7 +153,10 @@ export const inviteCases: CaseDef[] = [
     run: async (t) => {
       const data = t.expect(await t.send({ method: 'PUT', path: `${invites(t)}/${user(t, 'b')}`, token: sessionOf('b')(t) }), 200);
       t.check(data.namespace === ns(t), 'the project comes back');
-      t.check(data.members.some((m: { id: string; role: string }) => m.id === t.state.b.id && m.role === 'member'), 'B is a member');
+      t.check(
+        data.members.some((m: { id: string; role: string }) => m.id === t.state.b.id && m.role === 'member'),
+        'B is a member',
+      );
       const list = t.expect(await t.send({ method: 'GET', path: invites(t), token: sessionOf('b')(t) }), 200);
       t.check(list.items.length === 0, 'no invite is pending');
     },
@@ -199,60 +174,37 @@ export const inviteCases: CaseDef[] = [
 
 /** With B a member of P1. */
 export const memberCases: CaseDef[] = [
-  {
-    group: INVITES,
-    op: CREATE,
-    expect: '403 not_owner',
-    title: 'a member who is not the owner may not invite',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'POST', path: invites(t), token: sessionOf('b')(t), json: { username: `${t.state.tag}-nobody` } }), 403, 'not_owner');
-    },
-  },
-  {
-    group: INVITES,
-    op: DELETE,
-    expect: '403 not_owner',
-    title: "a member who is not the owner may not revoke another user's invite",
-    run: async (t) => {
-      t.expect(await t.send({ method: 'DELETE', path: `${invites(t)}/${user(t, 'a')}`, token: sessionOf('b')(t) }), 403, 'not_owner');
-    },
-  },
-  {
-    group: MEMBERS,
-    op: REMOVE,
-    expect: '403 not_owner',
-    title: 'a member who is not the owner may not remove another member',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'DELETE', path: `/v1/projects/${ns(t)}/members/${user(t, 'a')}`, token: sessionOf('b')(t) }), 403, 'not_owner');
-    },
-  },
-  {
-    group: MEMBERS,
-    op: REMOVE,
-    expect: '409 owner_cannot_leave',
-    title: 'the owner can neither leave nor be removed',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'DELETE', path: `/v1/projects/${ns(t)}/members/${user(t, 'a')}`, token: sessionOf('a')(t) }), 409, 'owner_cannot_leave');
-    },
-  },
-  {
-    group: MEMBERS,
-    op: REMOVE,
-    expect: '404 not_found',
-    title: 'a non-member gets 404',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'DELETE', path: `/v1/projects/${ns(t, 'p2')}/members/${user(t, 'b')}`, token: sessionOf('b')(t) }), 404, 'not_found');
-    },
-  },
-  {
-    group: MEMBERS,
-    op: REMOVE,
-    expect: '400 invalid_request',
-    title: 'a username outside the format is refused',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'DELETE', path: `/v1/projects/${ns(t)}/members/x`, token: sessionOf('a')(t) }), 400, 'invalid_request');
-    },
-  },
+  oneRequest(INVITES, CREATE, '403 not_owner', 'a member who is not the owner may not invite', (t) => ({
+    method: 'POST',
+    path: invites(t),
+    token: sessionOf('b')(t),
+    json: { username: `${t.state.tag}-nobody` },
+  })),
+  oneRequest(INVITES, DELETE, '403 not_owner', "a member who is not the owner may not revoke another user's invite", (t) => ({
+    method: 'DELETE',
+    path: `${invites(t)}/${user(t, 'a')}`,
+    token: sessionOf('b')(t),
+  })),
+  oneRequest(MEMBERS, REMOVE, '403 not_owner', 'a member who is not the owner may not remove another member', (t) => ({
+    method: 'DELETE',
+    path: `/v1/projects/${ns(t)}/members/${user(t, 'a')}`,
+    token: sessionOf('b')(t),
+  })),
+  oneRequest(MEMBERS, REMOVE, '409 owner_cannot_leave', 'the owner can neither leave nor be removed', (t) => ({
+    method: 'DELETE',
+    path: `/v1/projects/${ns(t)}/members/${user(t, 'a')}`,
+    token: sessionOf('a')(t),
+  })),
+  oneRequest(MEMBERS, REMOVE, '404 not_found', 'a non-member gets 404', (t) => ({
+    method: 'DELETE',
+    path: `/v1/projects/${ns(t, 'p2')}/members/${user(t, 'b')}`,
+    token: sessionOf('b')(t),
+  })),
+  oneRequest(MEMBERS, REMOVE, '400 invalid_request', 'a username outside the format is refused', (t) => ({
+    method: 'DELETE',
+    path: `/v1/projects/${ns(t)}/members/x`,
+    token: sessionOf('a')(t),
+  })),
   unauthenticated(MEMBERS, REMOVE, (t) => `/v1/projects/${ns(t)}/members/${user(t, 'b')}`),
 ];
 

@@ -20,7 +20,11 @@ async function spend(t: CaseContext, send: () => Promise<Exchange>): Promise<Exc
   const first = await send();
   if (first.status === 429) return first;
   const limit = Number.parseInt(first.headers.get('ratelimit-limit') ?? '', 10);
-  t.check(Number.isFinite(limit), `no RateLimit-Limit header on ${first.method} ${first.url} (answered ${first.status}): are the deployment's rate limits off? Run without --rate-limits`);
+  t.check(
+    Number.isFinite(limit),
+    `no RateLimit-Limit header on ${first.method} ${first.url} (answered ${first.status}): are the deployment's rate limits off? Run ` +
+      `without --rate-limits`,
+  );
   t.check(limit <= MAX_SPEND, `the limit is ${limit} a minute: more than the suite spends (${MAX_SPEND})`);
   let sent = 1;
   while (sent < limit + BATCH) {
@@ -33,7 +37,13 @@ async function spend(t: CaseContext, send: () => Promise<Exchange>): Promise<Exc
 }
 
 function concretePath(op: Operation): string {
-  const values: Record<string, string> = { namespace: 'conformance-x', feed: 'general', username: 'conformance', insight_id: unknownUuid(), id: unknownUuid() };
+  const values: Record<string, string> = {
+    namespace: 'conformance-x',
+    feed: 'general',
+    username: 'conformance',
+    insight_id: unknownUuid(),
+    id: unknownUuid(),
+  };
   return op.path.replace(/\{([^}]+)\}/g, (_, name: string) => values[name] ?? 'conformance');
 }
 
@@ -53,7 +63,7 @@ export function rateLimitCases(contract: ContractModel): CaseDef[] {
     },
   ];
   for (const op of contract.operations) {
-    if (!op.statuses.includes(429) || (op.operationId === 'getRoot')) continue;
+    if (!op.statuses.includes(429) || op.operationId === 'getRoot') continue;
     if (op.operationId === 'login' || op.operationId === 'signup') continue;
     cases.push({
       group,
@@ -61,7 +71,13 @@ export function rateLimitCases(contract: ContractModel): CaseDef[] {
       expect: '429 rate_limited (or its answer where the deployment does not limit it)',
       title: 'the spent credential is refused here too',
       run: async (t) => {
-        const request = { method: op.method, path: concretePath(op), authorization: credential, expect429: true, ...(op.hasBody ? { json: {} } : {}) };
+        const request = {
+          method: op.method,
+          path: concretePath(op),
+          authorization: credential,
+          expect429: true,
+          ...(op.hasBody ? { json: {} } : {}),
+        };
         const exchange = op.path.endsWith('/stream') ? await t.stream(request) : await t.send(request);
         if ('abort' in exchange && typeof exchange.abort === 'function') exchange.abort();
         if (exchange.status === 429) {
@@ -84,7 +100,10 @@ export function rateLimitCases(contract: ContractModel): CaseDef[] {
       group,
       op: `POST ${path}`,
       expect: '429 rate_limited',
-      title: operationId === 'login' ? "spending this address's sign-up and login limit ends in 429 with Retry-After" : 'sign-up shares the spent limit of this address',
+      title:
+        operationId === 'login'
+          ? "spending this address's sign-up and login limit ends in 429 with Retry-After"
+          : 'sign-up shares the spent limit of this address',
       run: async (t) => {
         const refused = await spend(t, () => t.send({ method: 'POST', path, json: {}, expect429: true }));
         t.expect(refused, 429, 'rate_limited');

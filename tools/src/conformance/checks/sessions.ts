@@ -1,21 +1,17 @@
 /** Logout, and the run's own credentials given back: the API token revoked, every session ended. */
 import { randomToken, type CaseDef } from '../case.js';
-import { sessionRequired } from './common.js';
+import { oneRequest, sessionRequired } from './common.js';
 
 const group = 'sessions';
 const LOGOUT = 'DELETE /v1/auth/logout';
 
 export const sessionCases: CaseDef[] = [
   sessionRequired(group, LOGOUT, () => '/v1/auth/logout'),
-  {
-    group,
-    op: LOGOUT,
-    expect: '401 unauthenticated',
-    title: 'a token no one was given is refused, with a Bearer challenge',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'DELETE', path: '/v1/auth/logout', token: randomToken() }), 401, 'unauthenticated');
-    },
-  },
+  oneRequest(group, LOGOUT, '401 unauthenticated', 'a token no one was given is refused, with a Bearer challenge', () => ({
+    method: 'DELETE',
+    path: '/v1/auth/logout',
+    token: randomToken(),
+  })),
   {
     group,
     op: LOGOUT,
@@ -34,7 +30,10 @@ export const sessionCases: CaseDef[] = [
     title: "the run's API token is revoked; it is refused from then on",
     run: async (t) => {
       const made = t.need(t.state.apiToken, 'an API token');
-      t.expect(await t.send({ method: 'DELETE', path: `/v1/auth/tokens/${made.id}`, token: t.need(t.state.a.session, 'a session of user A') }), 204);
+      t.expect(
+        await t.send({ method: 'DELETE', path: `/v1/auth/tokens/${made.id}`, token: t.need(t.state.a.session, 'a session of user A') }),
+        204,
+      );
       t.ledger.tokens.delete(made.id);
       t.expect(await t.send({ method: 'GET', path: '/v1/users/me', token: made.token }), 401, 'unauthenticated');
     },
@@ -70,7 +69,10 @@ export const sessionCases: CaseDef[] = [
         t.expect(await t.send({ method: 'DELETE', path: '/v1/auth/logout', token: session }), 204);
         t.ledger.sessions.delete(session);
       }
-      t.check(kept.length === 0, `not logged out: ${kept.join(', ')}, whose session the clean-up needs (an earlier case left a project or token)`);
+      t.check(
+        kept.length === 0,
+        `not logged out: ${kept.join(', ')}, whose session the clean-up needs (an earlier case left a project or token)`,
+      );
     },
   },
 ];

@@ -1,6 +1,6 @@
 /** API tokens: made, listed and revoked with a session only; they act for their user elsewhere. */
 import { unknownUuid, type CaseDef } from '../case.js';
-import { badPageSize, expectDetails, payloadTooLarge, sessionOf, sessionRequired, unauthenticated, unsupportedMediaType } from './common.js';
+import { badPageSize, oneRequest, payloadTooLarge, sessionOf, sessionRequired, unauthenticated, unsupportedMediaType } from './common.js';
 
 const group = 'api tokens';
 const CREATE = 'POST /v1/auth/tokens';
@@ -17,7 +17,12 @@ export const tokenCases: CaseDef[] = [
     title: 'user A makes an API token that expires in a day; the token is shown once',
     run: async (t) => {
       const data = t.expect(
-        await t.send({ method: 'POST', path: '/v1/auth/tokens', token: sessionOf('a')(t), json: { name: `conformance ${t.state.tag}`, expires_in_days: 1 } }),
+        await t.send({
+          method: 'POST',
+          path: '/v1/auth/tokens',
+          token: sessionOf('a')(t),
+          json: { name: `conformance ${t.state.tag}`, expires_in_days: 1 },
+        }),
         201,
       );
       t.check(API_TOKEN.test(data.token ?? ''), 'the token is api_ and 43 URL-safe characters');
@@ -34,22 +39,20 @@ export const tokenCases: CaseDef[] = [
     expect: '200',
     title: 'an API token acts for the user who made it',
     run: async (t) => {
-      const data = t.expect(await t.send({ method: 'GET', path: '/v1/users/me', token: t.need(t.state.apiToken, 'an API token').token }), 200);
+      const data = t.expect(
+        await t.send({ method: 'GET', path: '/v1/users/me', token: t.need(t.state.apiToken, 'an API token').token }),
+        200,
+      );
       t.check(data.id === t.state.a.id, "the token's user");
     },
   },
   sessionRequired(group, CREATE, () => '/v1/auth/tokens', { json: { name: 'from an API token' } }),
-  {
-    group,
-    op: CREATE,
-    expect: '400 invalid_request',
-    title: 'an empty name and a lifetime of 0 days are refused, with details',
-    run: async (t) => {
-      const exchange = await t.send({ method: 'POST', path: '/v1/auth/tokens', token: sessionOf('a')(t), json: { name: '', expires_in_days: 0 } });
-      t.expect(exchange, 400, 'invalid_request');
-      expectDetails(t, exchange.json);
-    },
-  },
+  oneRequest(group, CREATE, '400 invalid_request', 'an empty name and a lifetime of 0 days are refused, with details', (t) => ({
+    method: 'POST',
+    path: '/v1/auth/tokens',
+    token: sessionOf('a')(t),
+    json: { name: '', expires_in_days: 0 },
+  })),
   unsupportedMediaType(group, CREATE, () => '/v1/auth/tokens', sessionOf('a')),
   payloadTooLarge(group, CREATE, () => '/v1/auth/tokens', sessionOf('a')),
   unauthenticated(group, CREATE, () => '/v1/auth/tokens', { json: { name: 'x' } }),
@@ -77,7 +80,10 @@ export const tokenCases: CaseDef[] = [
     title: 'a revoked token is refused at once (401)',
     run: async (t) => {
       const session = sessionOf('a')(t);
-      const made = t.expect(await t.send({ method: 'POST', path: '/v1/auth/tokens', token: session, json: { name: 'conformance, to revoke' } }), 201);
+      const made = t.expect(
+        await t.send({ method: 'POST', path: '/v1/auth/tokens', token: session, json: { name: 'conformance, to revoke' } }),
+        201,
+      );
       t.ledger.tokens.set(made.id, session);
       const exchange = await t.send({ method: 'DELETE', path: `/v1/auth/tokens/${made.id}`, token: session });
       t.expect(exchange, 204);
@@ -85,24 +91,16 @@ export const tokenCases: CaseDef[] = [
       t.expect(await t.send({ method: 'GET', path: '/v1/users/me', token: made.token }), 401, 'unauthenticated');
     },
   },
-  {
-    group,
-    op: DELETE,
-    expect: '400 invalid_request',
-    title: 'an id that is not a UUID is refused',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'DELETE', path: '/v1/auth/tokens/not-a-uuid', token: sessionOf('a')(t) }), 400, 'invalid_request');
-    },
-  },
-  {
-    group,
-    op: DELETE,
-    expect: '404 not_found',
-    title: 'an id no token has is 404',
-    run: async (t) => {
-      t.expect(await t.send({ method: 'DELETE', path: `/v1/auth/tokens/${unknownUuid()}`, token: sessionOf('a')(t) }), 404, 'not_found');
-    },
-  },
+  oneRequest(group, DELETE, '400 invalid_request', 'an id that is not a UUID is refused', (t) => ({
+    method: 'DELETE',
+    path: '/v1/auth/tokens/not-a-uuid',
+    token: sessionOf('a')(t),
+  })),
+  oneRequest(group, DELETE, '404 not_found', 'an id no token has is 404', (t) => ({
+    method: 'DELETE',
+    path: `/v1/auth/tokens/${unknownUuid()}`,
+    token: sessionOf('a')(t),
+  })),
   {
     group,
     op: DELETE,
