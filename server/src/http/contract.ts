@@ -34,7 +34,10 @@ export interface ContractOperation {
   method: string;
   path: string;
   operation: Operation;
-  /** Anonymous callers allowed (an empty requirement `{}` in the operation's `security`): the route checks credentials itself, if at all. */
+  /**
+   * Anonymous callers allowed (an empty requirement `{}` in the operation's `security`): the route
+   * checks credentials itself, if at all.
+   */
   isPublic: boolean;
   /** `x-session-only`: an API token is refused with 403 `session_required`. */
   sessionOnly: boolean;

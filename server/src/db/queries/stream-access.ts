@@ -19,7 +19,8 @@ const STILL_ALLOWED = `
   select v.i from unnest(?::uuid[], ?::uuid[], ?::uuid[], ?::text[]) with ordinality as v(project_id, user_id, credential_id, kind, i)
   where exists (select 1 from project_members m where m.project_id = v.project_id and m.user_id = v.user_id)
     and (exists (select 1 from sessions s where v.kind = 'session' and s.id = v.credential_id and s.expires_at > now())
-      or exists (select 1 from api_tokens t where v.kind = 'api' and t.id = v.credential_id and (t.expires_at is null or t.expires_at > now())))`;
+      or exists (select 1 from api_tokens t
+                 where v.kind = 'api' and t.id = v.credential_id and (t.expires_at is null or t.expires_at > now())))`;
 
 /** The positions (from 0) in `viewers` of those still allowed. */
 export async function viewersStillAllowed(em: EntityManager, viewers: readonly StreamViewer[]): Promise<Set<number>> {
