@@ -9,8 +9,8 @@
  * body is read by its handler, if at all.
  */
 import type { Context, Middleware } from 'koa';
-import type { MikroORM } from '@mikro-orm/postgresql';
-import type { Caller } from '../domain/credentials.js';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import type { Caller, Device } from '../domain/credentials.js';
 import { Internal } from '../errors.js';
 import type { Services } from '../services.js';
 import { authorize, identify } from './auth.js';
@@ -31,9 +31,6 @@ export interface Pipeline {
 /** The request's parts the contract's validator checks against the operation's schema. */
 type CheckedParts<K extends OperationId> = Pick<HandlerContext<K>, 'params' | 'headers' | 'query' | 'body'>;
 
-/** A handler's input but `caller`, which HandlerInput answers from its prototype. */
-type InputFields<K extends OperationId> = Omit<HandlerContext<K>, 'caller'>;
-
 /** What `readRawBody` and `validateBody` are on an operation that is not `x-raw-body`: calling them is a programming error. */
 function notRawBody(): never {
   throw new Internal();
@@ -44,48 +41,38 @@ function hasHandler(handlers: Handlers, operationId: string): operationId is Ope
   return Object.hasOwn(handlers, operationId);
 }
 
+/** Calls operation `operationId`'s handler with that operation's input: the types pair them here. */
+function callHandler<K extends OperationId>(handlers: Handlers, operationId: K, input: HandlerContext<K>): Promise<Outcome> {
+  return handlers[operationId](input);
+}
+
 export function dispatch({ contract, orm, rateLimits }: Pipeline, handlers: Handlers, services: Services): Middleware {
-  /** The request to operation `operationId`, from its credential to its handler's outcome. */
-  async function serve<K extends OperationId>(ctx: Context, operationId: K, op: ContractOperation, pathParams: Record<string, string>) {
+  return async (ctx) => {
+    const { op, params } = contract.match(ctx.method, ctx.path);
+    const operationId = op.operationId;
+    ctx.state.operationId = operationId;
+    // handlers/index.ts has a handler for every operation of the generated contract the service loads.
+    if (!hasHandler(handlers, operationId)) throw new Internal();
     const em = orm.em.fork();
     const authorization = ctx.get('Authorization') || undefined;
     const resolved = await identify(em, op, authorization);
     await rateLimits.consume(operationId, ctx, resolved);
     const caller = authorize(op, resolved);
     const body = op.hasBody && !op.rawBody ? await readJsonBody(ctx) : undefined;
-    const headers = Object.fromEntries(op.headerNames.map((name) => [name, ctx.get(name) || undefined]));
 
-    const checked = contract.validate(op, { headers: ctx.headers, query: ctx.query, body }, pathParams);
+    const checked = contract.validate(op, { headers: ctx.headers, query: ctx.query, body }, params);
     if (!checked.ok) throw invalidRequest(checked.details);
     // The one boundary between the contract's run-time check and its compile-time types: `validate`
     // has just held the path, query, declared headers and body to this operation's schema (coercing
     // and defaulting them), which is what the generated types describe.
-    const parts = { params: checked.params, headers, query: checked.query, body } as CheckedParts<K>;
-
-    const handler = handlers[operationId];
-    return handler(
-      new HandlerInput<K>(
-        {
-          ...parts,
-          readRawBody: op.rawBody ? (limitBytes: number) => readRawBody(ctx, limitBytes) : notRawBody,
-          validateBody: op.rawBody ? (value: unknown) => contract.validateBody(op, value) : notRawBody,
-          authorization,
-          device: { userAgent: ctx.get('User-Agent') || undefined, ip: clientAddress(ctx) || undefined },
-          em,
-          services,
-        },
-        caller,
-      ),
-    );
-  }
-
-  return async (ctx) => {
-    const { op, params } = contract.match(ctx.method, ctx.path);
-    ctx.state.operationId = op.operationId;
-    // handlers/index.ts has a handler for every operation of the generated contract the service loads.
-    if (!hasHandler(handlers, op.operationId)) throw new Internal();
-    const outcome: Outcome = await serve(ctx, op.operationId, op, params);
-    ctx.state.outcome = outcome;
+    const parts = {
+      params: checked.params,
+      headers: Object.fromEntries(op.headerNames.map((name) => [name, ctx.get(name) || undefined])),
+      query: checked.query,
+      body,
+    } as CheckedParts<typeof operationId>;
+    const input = new HandlerInput(parts, ctx, op, contract, { authorization, caller, em, services });
+    ctx.state.outcome = await callHandler(handlers, operationId, input);
   };
 }
 
@@ -101,30 +88,35 @@ class HandlerInput<K extends OperationId> implements HandlerContext<K> {
   readonly body: HandlerContext<K>['body'];
   readonly readRawBody: HandlerContext<K>['readRawBody'];
   readonly validateBody: HandlerContext<K>['validateBody'];
-  readonly authorization: HandlerContext<K>['authorization'];
-  readonly device: HandlerContext<K>['device'];
-  readonly em: HandlerContext<K>['em'];
-  readonly services: HandlerContext<K>['services'];
+  readonly authorization: string | undefined;
+  readonly device: Device;
+  readonly em: EntityManager;
+  readonly services: Services;
+  readonly #caller: Caller | undefined;
 
   constructor(
-    fields: InputFields<K>,
-    private readonly authenticated: Caller | undefined,
+    parts: CheckedParts<K>,
+    ctx: Context,
+    op: ContractOperation,
+    contract: Contract,
+    request: { authorization: string | undefined; caller: Caller | undefined; em: EntityManager; services: Services },
   ) {
-    this.params = fields.params;
-    this.headers = fields.headers;
-    this.query = fields.query;
-    this.body = fields.body;
-    this.readRawBody = fields.readRawBody;
-    this.validateBody = fields.validateBody;
-    this.authorization = fields.authorization;
-    this.device = fields.device;
-    this.em = fields.em;
-    this.services = fields.services;
+    this.params = parts.params;
+    this.headers = parts.headers;
+    this.query = parts.query;
+    this.body = parts.body;
+    this.readRawBody = op.rawBody ? (limitBytes: number) => readRawBody(ctx, limitBytes) : notRawBody;
+    this.validateBody = op.rawBody ? (value: unknown) => contract.validateBody(op, value) : notRawBody;
+    this.authorization = request.authorization;
+    this.device = { userAgent: ctx.get('User-Agent') || undefined, ip: clientAddress(ctx) || undefined };
+    this.em = request.em;
+    this.services = request.services;
+    this.#caller = request.caller;
   }
 
   /** Reading it on a public operation is a programming error (the types say so too). */
   get caller(): Caller {
-    if (!this.authenticated) throw new Internal();
-    return this.authenticated;
+    if (!this.#caller) throw new Internal();
+    return this.#caller;
   }
 }
