@@ -1,25 +1,14 @@
 /** Child processes the bench drives: the service (as users run it) and the baselines, each on a free loopback port. */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { openSync, readdirSync, readFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
+import { freePort } from '../tests/support/pg-cluster.js';
 
 export const root = path.resolve(import.meta.dirname, '..');
 /** Where the service is started from: this checkout, or another (`--service-root`, e.g. a copy before a change). */
 let serviceRoot = root;
 export function setServiceRoot(dir: string): void {
   serviceRoot = path.resolve(dir);
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 export interface Child {

@@ -8,32 +8,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import bcrypt from 'bcryptjs';
 
-export interface BenchDatabase {
-  name: string;
-  url: string;
-  drop(): Promise<void>;
-}
-
-export async function createBenchDatabase(adminUrl: string): Promise<BenchDatabase> {
-  const name = `sb_bench_${Date.now()}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return {
-    name,
-    url: url.toString(),
-    drop: async () => {
-      const client = new pg.Client({ connectionString: adminUrl });
-      await client.connect();
-      await client.query(`drop database if exists ${name} with (force)`);
-      await client.end();
-    },
-  };
-}
-
 /** UUID v7 strings in strictly increasing order; `at` is the millisecond each one carries. */
 export class OrderedIds {
   private ms: number;

@@ -27,13 +27,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { createBenchDatabase, seed, type Fixture } from '../bench/seed.js';
+import { seed, type Fixture } from '../bench/seed.js';
+import { freePort, freshDatabase } from '../tests/support/pg-cluster.js';
 import { load, percentile, probe, type LoadRequest, type LoadResult } from '../bench/load.js';
 import {
   buildService,
   cpuMicros,
   cpuSpent,
-  freePort,
   postgresPids,
   root,
   rssMiB,
@@ -135,7 +135,7 @@ async function main(): Promise<void> {
   );
   say(`Logs: ${outDir}`);
 
-  const db = await createBenchDatabase(adminUrl);
+  const db = await freshDatabase(adminUrl, 'sb_bench');
   say(`Database: ${db.name}`);
   const children: Child[] = [];
   try {

@@ -3,15 +3,15 @@
  * what is or is not stored), SDK clients, other servers beside it, and a register of every secret
  * the run handled, which is checked against the whole database and the server's log at the end.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { pino, type Logger } from 'pino';
 import { createClient, type SignalboardClient } from '../../sdk/src/index.js';
 import { loadConfig } from '../../server/src/config.js';
 import { startServer, type RunningServer } from '../../server/src/server.js';
+import { freshDatabase } from './pg-cluster.js';
 
 export const outputDir = path.resolve('.test-output');
 const logFile = path.join(outputDir, 'server.log');
@@ -31,23 +31,8 @@ export function database(): RunningServer['db'] {
 
 /** A new database on the PostgreSQL server of `adminUrl`, and how to drop it (unless KEEP_TEST_DB is set). */
 export async function freshPostgresDatabase(adminUrl: string, prefix = 'sb_test'): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `${prefix}_${Date.now()}_${randomBytes(3).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      if (process.env.KEEP_TEST_DB) return;
-      const client = new pg.Client({ connectionString: adminUrl });
-      await client.connect();
-      await client.query(`drop database if exists ${name} with (force)`);
-      await client.end();
-    },
-  };
+  const fresh = await freshDatabase(adminUrl, prefix);
+  return { url: fresh.url, drop: () => (process.env.KEEP_TEST_DB ? Promise.resolve() : fresh.drop()) };
 }
 
 /**
