@@ -3,9 +3,15 @@
  * service, on 127.0.0.1 and a free port (printed as `listening <port>` on stdout).
  *
  *   bare: Koa answering `GET /v1` with the same JSON the service sends. No middleware.
- *   pg:   Koa + `pg`, hand-written: the same authenticated project read as `GET /v1/projects/:namespace`
- *         (session token → SHA-256 → session and user, project by namespace, members with their users,
- *         membership check, feeds) and the same JSON, with no ORM, no contract, no validation.
+ *   pg:   Koa + `pg`, hand-written, with no ORM, no contract, no validation beyond what the statements
+ *         need, answering the same JSON as the service:
+ *         - `GET /v1/projects/:namespace`: the authenticated project read (session token → SHA-256 →
+ *           session and user, project by namespace, members with their users, membership check, feeds);
+ *         - `POST /v1/projects/:namespace/feeds/:feed/events`: an ingest of one event (the caller, the
+ *           project with the caller's membership, the feed, one insert with a fresh UUID v7), on the
+ *           service's table and indexes but with no ordering of ids across publishers;
+ *         - `PATCH /v1/projects/:namespace/insights/:id` with `{ "increment": n }`: the caller, the
+ *           project with its membership, and one `update … set value = value + n`.
  *
  * Usage: tsx bench/baseline-server.ts bare|pg [databaseUrl]
  */
@@ -14,6 +20,7 @@ import type { AddressInfo } from 'node:net';
 import { createHash } from 'node:crypto';
 import Koa from 'koa';
 import pg from 'pg';
+import { v7 } from 'uuid';
 
 const [mode, databaseUrl] = process.argv.slice(2);
 const app = new Koa();
@@ -36,19 +43,84 @@ if (mode === 'bare') {
     ctx.status = status;
     ctx.body = { success: false, error: { code, message: code } };
   };
-  app.use(async (ctx) => {
-    const match = ctx.method === 'GET' ? PROJECT.exec(ctx.path) : null;
-    if (!match) return fail(ctx, 404, 'not_found');
+  const EVENTS = /^\/v1\/projects\/([^/]+)\/feeds\/([^/]+)\/events$/;
+  const INSIGHT = /^\/v1\/projects\/([^/]+)\/insights\/([^/]+)$/;
+  /** The caller's user id, or undefined (401). */
+  const callerOf = async (ctx: Koa.Context): Promise<string | undefined> => {
     const token = AUTH.exec(ctx.get('Authorization'))?.[1];
-    if (!token) return fail(ctx, 401, 'unauthenticated');
+    if (!token) return undefined;
     const tokenHash = createHash('sha256').update(token).digest('hex');
-    const {
-      rows: [caller],
-    } = await pool.query<{ user_id: string }>(
+    const { rows } = await pool.query<{ user_id: string }>(
       `select s.user_id from sessions s join users u on u.id = s.user_id where s.token_hash = $1 and s.expires_at > now()`,
       [tokenHash],
     );
-    if (!caller) return fail(ctx, 401, 'unauthenticated');
+    return rows[0]?.user_id;
+  };
+  /** The id of the project `namespace` names, if `userId` is a member of it. */
+  const memberProject = async (namespace: string, userId: string): Promise<string | undefined> => {
+    const { rows } = await pool.query<{ id: string }>(
+      `select p.id from projects p join project_members m on m.project_id = p.id and m.user_id = $2 where p.namespace = $1`,
+      [namespace, userId],
+    );
+    return rows[0]?.id;
+  };
+  const jsonBody = async (ctx: Koa.Context): Promise<Record<string, unknown>> => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of ctx.req) chunks.push(chunk as Buffer);
+    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+  };
+  const ingest = async (ctx: Koa.Context, namespace: string, feedName: string) => {
+    const userId = await callerOf(ctx);
+    if (!userId) return fail(ctx, 401, 'unauthenticated');
+    const body = await jsonBody(ctx);
+    if (typeof body.event !== 'string') return fail(ctx, 400, 'invalid_request');
+    const projectId = await memberProject(namespace, userId);
+    if (!projectId) return fail(ctx, 404, 'not_found');
+    const {
+      rows: [feed],
+    } = await pool.query<{ id: string }>(`select id from feeds where project_id = $1 and name = $2`, [projectId, feedName]);
+    if (!feed) return fail(ctx, 404, 'not_found');
+    const now = new Date();
+    const {
+      rows: [event],
+    } = await pool.query<{ id: string; event: string; description: string | null; emoji: string | null; tags: unknown; timestamp: Date }>(
+      `insert into events (id, project_id, feed_id, event, description, emoji, tags, timestamp, created_at)
+       values ($1, $2, $3, $4, $5, $6, $7, $8, $8) returning id, event, description, emoji, tags, timestamp`,
+      [v7(), projectId, feed.id, body.event, body.description ?? null, body.emoji ?? null, JSON.stringify(body.tags ?? {}), now],
+    );
+    ctx.status = 201;
+    ctx.body = { success: true, data: { ...event!, feed: feedName, timestamp: event!.timestamp.toISOString() } };
+  };
+  const increment = async (ctx: Koa.Context, namespace: string, insightId: string) => {
+    const userId = await callerOf(ctx);
+    if (!userId) return fail(ctx, 401, 'unauthenticated');
+    const body = await jsonBody(ctx);
+    if (typeof body.increment !== 'number') return fail(ctx, 400, 'invalid_request');
+    const projectId = await memberProject(namespace, userId);
+    if (!projectId) return fail(ctx, 404, 'not_found');
+    const {
+      rows: [insight],
+    } = await pool.query<{ id: string; title: string; value: unknown; emoji: string | null; created_at: Date; updated_at: Date }>(
+      `update insights set value = to_jsonb((value #>> '{}')::numeric + $1::numeric), updated_at = now()
+       where id = $2 and project_id = $3 and jsonb_typeof(value) = 'number'
+       returning id, title, value, emoji, created_at, updated_at`,
+      [body.increment, insightId, projectId],
+    );
+    if (!insight) return fail(ctx, 404, 'not_found');
+    ctx.body = {
+      success: true,
+      data: { ...insight, created_at: insight.created_at.toISOString(), updated_at: insight.updated_at.toISOString() },
+    };
+  };
+  app.use(async (ctx) => {
+    const events = ctx.method === 'POST' ? EVENTS.exec(ctx.path) : null;
+    if (events) return ingest(ctx, decodeURIComponent(events[1]!), decodeURIComponent(events[2]!));
+    const insight = ctx.method === 'PATCH' ? INSIGHT.exec(ctx.path) : null;
+    if (insight) return increment(ctx, decodeURIComponent(insight[1]!), insight[2]!);
+    const match = ctx.method === 'GET' ? PROJECT.exec(ctx.path) : null;
+    if (!match) return fail(ctx, 404, 'not_found');
+    const userId = await callerOf(ctx);
+    if (!userId) return fail(ctx, 401, 'unauthenticated');
     const {
       rows: [project],
     } = await pool.query<{
@@ -68,7 +140,7 @@ if (mode === 'bare') {
        where m.project_id = $1 order by (m.role = 'owner') desc, m.created_at`,
       [project.id],
     );
-    if (!members.some((m) => m.id === caller.user_id)) return fail(ctx, 404, 'not_found');
+    if (!members.some((m) => m.id === userId)) return fail(ctx, 404, 'not_found');
     const { rows: feeds } = await pool.query<{ id: string; name: string; description: string | null; emoji: string | null; type: number }>(
       `select id, name, description, emoji, type from feeds where project_id = $1 order by created_at`,
       [project.id],

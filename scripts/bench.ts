@@ -339,28 +339,45 @@ async function main(): Promise<void> {
         201,
       );
     }
-    if (wanted('event-publish')) {
+    // Increments of one insight, by all 20 members at once: the service's PATCH against a
+    // hand-written `update … set value = value + 1` on the same row.
+    if (wanted('insight-increment') || wanted('baseline-increment')) {
+      const token = cycle(memberTokens);
+      const insights = await json<{ data: { items: { id: string; value: unknown }[] } }>(
+        `${a.url}/v1/projects/${largest}/insights?limit=100`,
+        'GET',
+        undefined,
+        token(),
+      );
+      const numeric = insights.data.items.find((insight) => typeof insight.value === 'number')!;
+      const increment = (): LoadRequest => ({
+        method: 'PATCH',
+        path: `/v1/projects/${largest}/insights/${numeric.id}`,
+        headers: { authorization: `Bearer ${token()}` },
+        body: JSON.stringify({ increment: 1 }),
+      });
+      await run('baseline-increment', 'baseline: Koa + pg insight increment', handWritten, increment);
+      await run('insight-increment', 'PATCH …/insights/:id (increment, one insight)', a, increment, { baseline: 'baseline-increment' });
+    }
+    // Publishes to one project (a customer's burst), against a hand-written ingest of the same event
+    // into the same table and indexes.
+    if (wanted('event-publish') || wanted('baseline-ingest')) {
       const project = fixture.projects[1]!;
       const token = cycle(await Promise.all(project.members.map(login)));
       let n = 0;
-      await run(
-        'event-publish',
-        'POST …/feeds/general/events (publish, one project)',
-        a,
-        () => ({
-          method: 'POST',
-          path: `/v1/projects/${project.namespace}/feeds/general/events`,
-          headers: { authorization: `Bearer ${token()}` },
-          body: JSON.stringify({
-            event: 'New signup',
-            description: `user ${n++}`,
-            emoji: '🎉',
-            tags: { plan: 'pro', seats: n % 10, trial: false },
-          }),
+      const publish = (): LoadRequest => ({
+        method: 'POST',
+        path: `/v1/projects/${project.namespace}/feeds/general/events`,
+        headers: { authorization: `Bearer ${token()}` },
+        body: JSON.stringify({
+          event: 'New signup',
+          description: `user ${n++}`,
+          emoji: '🎉',
+          tags: { plan: 'pro', seats: n % 10, trial: false },
         }),
-        { baseline: 'baseline-pg' },
-        201,
-      );
+      });
+      await run('baseline-ingest', 'baseline: Koa + pg ingest (one project)', handWritten, publish, {}, 201);
+      await run('event-publish', 'POST …/feeds/general/events (publish, one project)', a, publish, { baseline: 'baseline-ingest' }, 201);
     }
 
     // Ratios against the baselines of this run.
