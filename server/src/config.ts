@@ -46,6 +46,8 @@ export interface Config {
     acquireTimeoutMs: number;
     statementTimeoutMs: number;
   };
+  /** Events stored longer ago than this many days are deleted by the background maintenance; 0 keeps them forever. */
+  eventRetentionDays: number;
   /** Origins allowed by CORS; empty: CORS off. */
   corsOrigins: string[];
   /** Prometheus metrics at /metrics, and the bearer token scrapes must send (none: open). */
@@ -177,6 +179,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       acquireTimeoutMs: integer(env, 'DB_ACQUIRE_TIMEOUT_MS', 3_000, 100, 600_000),
       statementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 5_000, 100, 3_600_000),
     },
+    eventRetentionDays: integer(env, 'EVENT_RETENTION_DAYS', 90, 0, 36_500),
     corsOrigins: origins(env.CORS_ORIGINS),
     metrics: { enabled: boolean(env, 'METRICS_ENABLED'), token: env.METRICS_TOKEN || undefined },
     stripe: {

@@ -1,17 +1,20 @@
 /**
- * Background maintenance: removes icon files nothing refers to any more and `stripe_events` rows
- * past their retention, in bounded batches, every few minutes; and at start, the temporary icon
- * files a killed process left. On PostgreSQL one instance at a time prunes: each run first takes a
- * session advisory lock on a connection of its own, and an instance that finds it taken skips the
- * run. (Pruning stays correct if two runs ever overlap: the lock only spares the duplicate work.)
- * The embedded database has a single owning process, whose runs never overlap. A failed run is
- * logged as a warning and the next one tries again; nothing here ever stops the service.
+ * Background maintenance: removes icon files nothing refers to any more, `stripe_events` rows past
+ * their retention and events older than `EVENT_RETENTION_DAYS` (unless 0), in bounded batches,
+ * every few minutes; and at start, the temporary icon files a killed process left. On PostgreSQL
+ * one instance at a time prunes: each run first takes a session advisory lock on a connection of
+ * its own, and an instance that finds it taken skips the run. (Pruning stays correct if two runs
+ * ever overlap: the lock only spares the duplicate work.) The embedded database has a single owning
+ * process, whose runs never overlap. A failed run is logged as a warning and the next one tries
+ * again; nothing here ever stops the service.
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Database } from '../db/orm.js';
-import { deleteStripeEventsReceivedBefore, iconsInUse, tryPruneLock } from '../domain/retention.js';
+import { deleteEventsStoredBefore, deleteStripeEventsReceivedBefore, iconsInUse, tryPruneLock } from '../domain/retention.js';
 import type { IconStore } from '../storage/icons.js';
+
+const DAY_MS = 24 * 60 * 60_000;
 
 export interface MaintenanceOptions {
   intervalMs: number;
@@ -24,9 +27,17 @@ export interface MaintenanceOptions {
   iconGraceMs: number;
   /** Stripe retries a delivery for up to 3 days; an event id is kept well beyond, to recognise a redelivery. */
   stripeEventRetentionMs: number;
-  /** Rows or files per batch, and batches per run for each kind. */
+  /** Rows or files per batch, and batches per run, of icons and of Stripe event ids. */
   batchSize: number;
   maxBatches: number;
+  /**
+   * Events per batch and batches per run (at most 100,000 events a run by default, 28.8 million a
+   * day at one run every 5 minutes), with a pause between two batches so that publishers and
+   * readers are never kept waiting for long (embedded, the database is a single session).
+   */
+  eventBatchSize: number;
+  eventMaxBatches: number;
+  eventBatchPauseMs: number;
 }
 
 export const MAINTENANCE_DEFAULTS: MaintenanceOptions = {
@@ -36,6 +47,9 @@ export const MAINTENANCE_DEFAULTS: MaintenanceOptions = {
   stripeEventRetentionMs: 30 * 24 * 60 * 60_000,
   batchSize: 500,
   maxBatches: 20,
+  eventBatchSize: 5_000,
+  eventMaxBatches: 20,
+  eventBatchPauseMs: 50,
 };
 
 export interface PruneReport {
@@ -43,9 +57,10 @@ export interface PruneReport {
   ran: boolean;
   icons: number;
   stripeEvents: number;
+  events: number;
 }
 
-const SKIPPED: PruneReport = { ran: false, icons: 0, stripeEvents: 0 };
+const SKIPPED: PruneReport = { ran: false, icons: 0, stripeEvents: 0, events: 0 };
 
 /** What a warning shows of an error: its type and code, never its message (a driver's can hold SQL with values). */
 function errorFields(error: unknown): { type: unknown; code: unknown } {
@@ -62,7 +77,7 @@ export class Maintenance {
     private readonly db: Database,
     private readonly icons: IconStore,
     private readonly logger: Logger,
-    private readonly config: Pick<Config, 'databaseUrl' | 'database'>,
+    private readonly config: Pick<Config, 'databaseUrl' | 'database' | 'eventRetentionDays'>,
     private readonly options: MaintenanceOptions = MAINTENANCE_DEFAULTS,
   ) {}
 
@@ -84,7 +99,7 @@ export class Maintenance {
       this.pruneOnce()
         .then(
           (report) => {
-            if (report.icons + report.stripeEvents > 0) this.logger.info(report, 'pruned');
+            if (report.icons + report.stripeEvents + report.events > 0) this.logger.info(report, 'pruned');
           },
           (error: unknown) => this.logger.warn({ err: errorFields(error) }, 'pruning failed'),
         )
@@ -115,6 +130,7 @@ export class Maintenance {
     if (!release) return SKIPPED;
     try {
       const stripeEvents = await this.pruneStripeEvents();
+      const events = await this.pruneEvents();
       const icons = await this.icons.prune({
         olderThanMs: this.options.iconGraceMs,
         batchSize: this.options.batchSize,
@@ -122,7 +138,7 @@ export class Maintenance {
         referenced: (keys) => this.referencedIcons(keys),
         stopping: () => this.stopped,
       });
-      return { ran: true, icons, stripeEvents };
+      return { ran: true, icons, stripeEvents, events };
     } finally {
       await release();
     }
@@ -139,6 +155,18 @@ export class Maintenance {
     return deleteStripeEventsReceivedBefore(this.db.orm.em.fork(), cutoff, {
       batchSize: this.options.batchSize,
       maxBatches: this.options.maxBatches,
+      stopping: () => this.stopped,
+    });
+  }
+
+  /** Events stored more than `eventRetentionDays` ago; none with a retention of 0 (kept forever). */
+  private async pruneEvents(): Promise<number> {
+    if (this.config.eventRetentionDays === 0) return 0;
+    const cutoff = new Date(Date.now() - this.config.eventRetentionDays * DAY_MS);
+    return deleteEventsStoredBefore(this.db.orm.em.fork(), cutoff, {
+      batchSize: this.options.eventBatchSize,
+      maxBatches: this.options.eventMaxBatches,
+      pauseMs: this.options.eventBatchPauseMs,
       stopping: () => this.stopped,
     });
   }
