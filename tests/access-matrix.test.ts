@@ -108,6 +108,18 @@ const MATRIX: Record<string, Row> = {
     request: () => ({ params: { feed: 'general' }, body: { event: 'Signed up', tags: { plan: 'free' } } }),
     expect: members(201),
   },
+  // A member's API token as well as a session, as for a single publication.
+  publishEvents: {
+    request: () => ({
+      body: {
+        events: [
+          { feed: 'general', event: 'Signed up' },
+          { feed: 'general', event: 'Paid', tags: { plan: 'pro' } },
+        ],
+      },
+    }),
+    expect: members(201),
+  },
   listEvents: { request: () => ({ query: '?limit=10' }), expect: members(200) },
   // A stream: the cell reads its status and headers, then lets go.
   streamEvents: { request: () => ({}), expect: members(200) },

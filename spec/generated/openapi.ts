@@ -322,7 +322,18 @@ export interface paths {
          */
         get: operations["listEvents"];
         put?: never;
-        post?: never;
+        /**
+         * Publish a batch of events
+         * @description Publishes 1–1,000 events at once, each to the feed it names, with an API token or a session.
+         *     Members only. All or nothing: one event the single publication would refuse refuses the whole
+         *     batch with 400 `invalid_request`, its `details` pointing into the event (`/body/events/2/tags`),
+         *     and a feed the project does not have, named by any event, is 404 `not_found`; nothing is stored
+         *     then. The events are stored in one transaction and answered in the order sent, their ids
+         *     increasing in that order and above every event the project had before, as if published one
+         *     after another; live streams deliver them once each, in that order. The body is bounded like any
+         *     other (1 MiB): a larger batch is 413 `payload_too_large`, so send large batches in parts.
+         */
+        post: operations["publishEvents"];
         delete?: never;
         options?: never;
         head?: never;
@@ -653,6 +664,22 @@ export interface components {
             /** @description Pass as `cursor` to get the next page; null on the last page. */
             next_cursor: string | null;
         };
+        /** @description One event of a batch: the fields of a single publication, plus the name of the feed it goes to. */
+        BatchEventItem: {
+            description?: string | null;
+            /** @description An emoji or other short marker, at most 32 characters; null for none. */
+            emoji?: string | null;
+            /** @description What happened, 1–200 characters ("New signup"). */
+            event: string;
+            /** @description The feed's name; a feed the project does not have refuses the whole batch (404). */
+            feed: components["schemas"]["FeedName"];
+            /** @description At most 20 tags; keys are lower-case letters, digits and hyphens, at most 32 characters. */
+            tags?: {
+                [key: string]: components["schemas"]["TagValue"];
+            };
+            /** @description When it happened in the publisher's product; defaults to the time of publication. */
+            timestamp?: components["schemas"]["Timestamp"];
+        };
         CreateApiTokenRequest: {
             /**
              * Format: int32
@@ -891,6 +918,11 @@ export interface components {
             /** @description Pass as `cursor` to get the next page; null on the last page. */
             next_cursor: string | null;
         };
+        /** @description The events of a batch as stored, in the order they were sent. */
+        PublishedEvents: {
+            /** @description One per event sent, in the order sent. */
+            items: components["schemas"]["Event"][];
+        };
         PublishEventRequest: {
             description?: string | null;
             /** @description An emoji or other short marker, at most 32 characters; null for none. */
@@ -903,6 +935,10 @@ export interface components {
             };
             /** @description When it happened in the publisher's product; defaults to the time of publication. */
             timestamp?: components["schemas"]["Timestamp"];
+        };
+        PublishEventsRequest: {
+            /** @description 1–1,000 events, published in this order. */
+            events: components["schemas"]["BatchEventItem"][];
         };
         /** @description A pending invite as its invitee sees it. */
         ReceivedInvite: {
@@ -2586,6 +2622,113 @@ export interface operations {
             };
             /** @description 404 `not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    publishEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                namespace: components["parameters"]["ProjectPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PublishEventsRequest"];
+            };
+        };
+        responses: {
+            /** @description 201: the resource was created; the payload is the new resource. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["PublishedEvents"];
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 404 `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 413 `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 415 `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -2,8 +2,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { v7 } from 'uuid';
 import { Event, Feed, type Project, type TagValue } from '../db/entities.js';
-import { eventsPage, latestEventId, takePublishLock } from '../db/queries/events.js';
-import { InvalidRequest } from '../errors.js';
+import { eventsPage, insertEvents, latestEventId, takePublishLock } from '../db/queries/events.js';
+import { InvalidRequest, NotFound } from '../errors.js';
 import { feedNamed } from './feeds.js';
 import { decodeCursor, type PageRequest } from './pagination.js';
 import { lockProject, transaction } from './transaction.js';
@@ -22,12 +22,15 @@ export interface EventInput {
   timestamp?: string | undefined;
 }
 
-/** The limits on tags that the contract cannot express: at most 20 of them, keys of 1–32 `[a-z0-9-]`. */
-function checkTags(tags: Record<string, TagValue>): void {
+/**
+ * The limits on tags that the contract cannot express: at most 20 of them, keys of 1–32 `[a-z0-9-]`.
+ * `at` is where the tags are in the request (`/body/tags`, or `/body/events/N/tags` in a batch).
+ */
+function checkTags(tags: Record<string, TagValue>, at = '/body/tags'): void {
   const keys = Object.keys(tags);
-  if (keys.length > MAX_TAGS) throw InvalidRequest.field('/body/tags', `must have at most ${MAX_TAGS} tags`);
+  if (keys.length > MAX_TAGS) throw InvalidRequest.field(at, `must have at most ${MAX_TAGS} tags`);
   const bad = keys.find((key) => !TAG_KEY.test(key));
-  if (bad !== undefined) throw InvalidRequest.field(`/body/tags/${bad}`, 'must be a key of 1–32 lower-case letters, digits and hyphens');
+  if (bad !== undefined) throw InvalidRequest.field(`${at}/${bad}`, 'must be a key of 1–32 lower-case letters, digits and hyphens');
 }
 
 /**
@@ -73,6 +76,48 @@ export async function publishEvent(em: EntityManager, project: Project, feedName
     });
     await tx.flush();
     return event;
+  });
+}
+
+/** One event of a batch: a single publication's fields and the name of its feed. */
+export interface BatchEventInput extends EventInput {
+  feed: string;
+}
+
+/**
+ * Stores a batch of events, all or nothing, in one transaction and one statement: ids in the order
+ * sent, each above the one before and the first above the project's latest, under the same locks as
+ * a single publication (so the batch is ordered with them as if its events were published one after
+ * another). Checks every event before anything is stored: a bad tag is 400 pointing into its event
+ * (`/body/events/N/tags…`), a feed the project does not have 404. Returns the events in the order sent.
+ */
+export async function publishEvents(em: EntityManager, project: Project, inputs: BatchEventInput[]): Promise<Event[]> {
+  inputs.forEach((input, i) => checkTags(input.tags ?? {}, `/body/events/${i}/tags`));
+  const names = [...new Set(inputs.map((input) => input.feed))];
+  return transaction(em, async (tx) => {
+    await lockProject(tx, project.id, 'no key update');
+    // Under the project lock: a feed being deleted now is either found with its delete still to come
+    // (which then waits for this commit and takes these events with it) or not found at all.
+    const feeds = new Map((await tx.find(Feed, { project, name: { $in: names } })).map((feed) => [feed.name, feed]));
+    const missing = names.find((name) => !feeds.has(name));
+    if (missing !== undefined) throw new NotFound('No feed with this name in this project.');
+    await takePublishLock(tx, project.id);
+    let last = await latestEventId(tx, project.id);
+    const now = new Date();
+    const rows = inputs.map((input) => {
+      last = idAfter(last);
+      return {
+        id: last,
+        feedId: feeds.get(input.feed)!.id,
+        event: input.event,
+        description: input.description ?? null,
+        emoji: input.emoji ?? null,
+        tags: input.tags ?? {},
+        timestamp: input.timestamp ? new Date(input.timestamp) : now,
+      };
+    });
+    const events = await insertEvents(tx, project.id, now, rows);
+    return events.sort((a, b) => (a.id < b.id ? -1 : 1));
   });
 }
 

@@ -5,7 +5,7 @@ import { getHealth, getOpenApi, getReadiness, getRoot } from './meta.js';
 import { getCurrentUser } from './users.js';
 import { listActivity } from './activity.js';
 import { stripeWebhook } from './billing.js';
-import { listEvents, publishEvent, streamEvents } from './events.js';
+import { listEvents, publishEvent, publishEvents, streamEvents } from './events.js';
 import { createFeed, deleteFeed, listFeeds, updateFeed } from './feeds.js';
 import { createInsight, deleteInsight, listInsights, updateInsight } from './insights.js';
 import { acceptInvite, createInvite, deleteInvite, listInvites, listReceivedInvites } from './invites.js';
@@ -45,6 +45,7 @@ export const handlers: Handlers = {
   updateFeed,
   deleteFeed,
   publishEvent,
+  publishEvents,
   listEvents,
   streamEvents,
   stripeWebhook,

@@ -21,6 +21,45 @@ export async function latestEventId(em: EntityManager, projectId: string): Promi
   return latest?.id;
 }
 
+export interface NewEvent {
+  id: string;
+  feedId: string;
+  event: string;
+  description: string | null;
+  emoji: string | null;
+  tags: Record<string, TagValue>;
+  timestamp: Date;
+}
+
+/**
+ * Inserts the project's new events in one statement (the columns as arrays, one text whatever the
+ * count, so it is prepared once), all created at `createdAt`; returns them as managed entities, in
+ * no particular order, each with its feed as the reference `tx` holds (loaded, when `tx` loaded it).
+ */
+export async function insertEvents(tx: EntityManager, projectId: string, createdAt: Date, events: NewEvent[]): Promise<Event[]> {
+  const sql = sqlOnce(
+    'events:insert',
+    () =>
+      'insert into events as e (id, project_id, feed_id, event, description, emoji, tags, timestamp, created_at) ' +
+      'select v.id, ?::uuid, v.feed_id, v.event, v.description, v.emoji, v.tags, v.timestamp, ?::timestamptz ' +
+      'from unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::timestamptz[]) ' +
+      'as v(id, feed_id, event, description, emoji, tags, timestamp) ' +
+      `returning ${selectColumns(tx, Event, 'e', 'e')}`,
+  );
+  const rows = await query<Record<string, unknown>>(tx, sql, [
+    projectId,
+    createdAt.toISOString(),
+    events.map((e) => e.id),
+    events.map((e) => e.feedId),
+    events.map((e) => e.event),
+    events.map((e) => e.description),
+    events.map((e) => e.emoji),
+    events.map((e) => JSON.stringify(e.tags)),
+    events.map((e) => e.timestamp.toISOString()),
+  ]);
+  return rows.map((row) => mapRow(tx, Event, row, 'e'));
+}
+
 export interface EventsQuery {
   projectId: string;
   /** Only this feed's events: the page then walks (feed_id, id). */

@@ -1,11 +1,22 @@
 /**
  * Feeds and events on P1: feeds listed, made, changed, deleted (never the last one); events published
  * (with an API token, the usual way), listed with filters, and streamed live (SSE), with
- * `Last-Event-ID` resumption.
+ * `Last-Event-ID` resumption; then batches of events, all or nothing. The batch cases come last: the
+ * list and stream cases count on the events published before them.
  */
 import type { CaseContext, CaseDef } from '../case.js';
 import { readEvents } from '../http.js';
-import { badPageSize, newestFirst, ns, oneRequest, payloadTooLarge, sessionOf, unauthenticated, unsupportedMediaType } from './common.js';
+import {
+  badPageSize,
+  expectDetails,
+  newestFirst,
+  ns,
+  oneRequest,
+  payloadTooLarge,
+  sessionOf,
+  unauthenticated,
+  unsupportedMediaType,
+} from './common.js';
 
 const FEEDS = 'feeds';
 const EVENTS = 'events';
@@ -16,10 +27,12 @@ const DELETE = 'DELETE /v1/projects/{namespace}/feeds/{feed}';
 const PUBLISH = 'POST /v1/projects/{namespace}/feeds/{feed}/events';
 const EVENT_LIST = 'GET /v1/projects/{namespace}/events';
 const STREAM = 'GET /v1/projects/{namespace}/events/stream';
+const BATCH = 'POST /v1/projects/{namespace}/events';
 
 const feeds = (t: CaseContext, which: 'p1' | 'p2' = 'p1') => `/v1/projects/${ns(t, which)}/feeds`;
 const signups = (t: CaseContext) => `${feeds(t)}/signups`;
 const publishPath = (t: CaseContext) => `${signups(t)}/events`;
+const batchPath = (t: CaseContext) => `/v1/projects/${ns(t)}/events`;
 const apiToken = (t: CaseContext) => t.need(t.state.apiToken, 'an API token').token;
 
 async function publish(t: CaseContext, event: string, token: string = apiToken(t)) {
@@ -333,4 +346,73 @@ export const feedCases: CaseDef[] = [
       t.expect(stream, 401, 'unauthenticated');
     },
   },
+  {
+    group: EVENTS,
+    op: BATCH,
+    expect: '201',
+    title: 'a batch of two events across two feeds is published with an API token, answered in the order sent',
+    run: async (t) => {
+      const before = t.state.events[t.state.events.length - 1];
+      const events = [
+        { feed: 'general', event: 'Batch one', tags: { run: t.state.tag } },
+        { feed: 'signups', event: 'Batch two', emoji: '📦' },
+      ];
+      const data = t.expect(await t.send({ method: 'POST', path: batchPath(t), token: apiToken(t), json: { events } }), 201);
+      const items = (data?.items ?? []) as { id: string; feed: string; event: string; emoji: string | null }[];
+      t.check(
+        items.length === 2 && items.every((item, i) => item.feed === events[i]!.feed && item.event === events[i]!.event),
+        `both events, in the order sent (got ${JSON.stringify(items.map((e) => [e.feed, e.event]))})`,
+      );
+      t.check(items[1]?.emoji === '📦' && items[0]?.emoji === null, 'each with its own fields');
+      t.check(items.length === 2 && items[0]!.id < items[1]!.id, 'ids increase in the order sent');
+      if (before && items[0]) t.check(items[0].id > before.id, 'the first id is above the events published before');
+      for (const item of items) t.state.events.push({ id: item.id, feed: item.feed });
+    },
+  },
+  {
+    group: EVENTS,
+    op: BATCH,
+    expect: '400 invalid_request',
+    title: 'a bad second event refuses the whole batch, with details pointing into it (/body/events/1/…)',
+    run: async (t) => {
+      const exchange = await t.send({
+        method: 'POST',
+        path: batchPath(t),
+        token: apiToken(t),
+        json: {
+          events: [
+            { feed: 'signups', event: 'Fine' },
+            { feed: 'signups', event: '' },
+          ],
+        },
+      });
+      t.expect(exchange, 400, 'invalid_request');
+      expectDetails(t, exchange.json);
+      const paths = ((exchange.json?.error?.details ?? []) as { path?: unknown }[]).map((d) => String(d.path));
+      t.check(
+        paths.length > 0 && paths.every((path) => path.startsWith('/body/events/1/')),
+        `the details point into the second event (got ${paths.join(', ')})`,
+      );
+    },
+  },
+  oneRequest(EVENTS, BATCH, '404 not_found', 'an event naming a feed the project does not have refuses the batch with 404', (t) => ({
+    method: 'POST',
+    path: batchPath(t),
+    token: apiToken(t),
+    json: {
+      events: [
+        { feed: 'signups', event: 'Fine' },
+        { feed: 'no-such-feed', event: 'Lost' },
+      ],
+    },
+  })),
+  oneRequest(EVENTS, BATCH, '404 not_found', 'a non-member gets 404', (t) => ({
+    method: 'POST',
+    path: `/v1/projects/${ns(t, 'p2')}/events`,
+    token: sessionOf('b')(t),
+    json: { events: [{ feed: 'general', event: 'Intrusion' }] },
+  })),
+  unsupportedMediaType(EVENTS, BATCH, batchPath, apiToken),
+  payloadTooLarge(EVENTS, BATCH, batchPath, apiToken),
+  unauthenticated(EVENTS, BATCH, batchPath, { json: { events: [{ feed: 'general', event: 'x' }] } }),
 ];
