@@ -206,12 +206,13 @@ async function main(): Promise<void> {
       next: () => LoadRequest,
       extra: Partial<ScenarioResult> = {},
       expected = 200,
+      clients = connections,
     ): Promise<ScenarioResult | undefined> => {
       if (!wanted(name)) return undefined;
       await probe(target.url, next(), expected);
-      if (warmup > 0) await load(target.url, { connections, seconds: warmup, next });
+      if (warmup > 0) await load(target.url, { connections: clients, seconds: warmup, next });
       const rss = sampleRss(target.pid);
-      const result: LoadResult = await load(target.url, { connections, seconds, next });
+      const result: LoadResult = await load(target.url, { connections: clients, seconds, next });
       const scenario: ScenarioResult = { name, label, ...result, rssMiB: rss.stop(), ...extra };
       results.scenarios.push(scenario);
       say(
@@ -378,6 +379,24 @@ async function main(): Promise<void> {
       });
       await run('baseline-ingest', 'baseline: Koa + pg ingest (one project)', handWritten, publish, {}, 201);
       await run('event-publish', 'POST …/feeds/general/events (publish, one project)', a, publish, { baseline: 'baseline-ingest' }, 201);
+    }
+
+    // Batches, the way high-volume producers send: 8 clients, each request 500 events to one project.
+    if (wanted('event-batch')) {
+      const project = fixture.projects[2]!;
+      const token = cycle(await Promise.all(project.members.map(login)));
+      const BATCH = 500;
+      let n = 0;
+      const batch = (): LoadRequest => ({
+        method: 'POST',
+        path: `/v1/projects/${project.namespace}/events`,
+        headers: { authorization: `Bearer ${token()}` },
+        body: JSON.stringify({
+          events: Array.from({ length: BATCH }, () => ({ feed: 'general', event: 'Page view', tags: { page: `/p/${n++ % 100}` } })),
+        }),
+      });
+      const scenario = await run('event-batch', `POST …/events (batches of ${BATCH}, 8 clients, one project)`, a, batch, {}, 201, 8);
+      if (scenario) say(`  = ${Math.round(scenario.rps * BATCH)} events/s`);
     }
 
     // Ratios against the baselines of this run.
