@@ -3,8 +3,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { v7 } from 'uuid';
 import { Event, Feed, type Project, type TagValue } from '../db/entities.js';
 import { eventsPage, insertEvents, latestEventId, takePublishLock } from '../db/queries/events.js';
-import { InvalidRequest, NotFound } from '../errors.js';
-import { feedNamed } from './feeds.js';
+import { InvalidRequest } from '../errors.js';
+import { feedNotFound } from './feeds.js';
 import { decodeCursor, type PageRequest } from './pagination.js';
 import { lockProject, transaction } from './transaction.js';
 
@@ -44,63 +44,47 @@ function idAfter(last: string | undefined): string {
   return `${next.slice(0, 8)}-${next.slice(8, 12)}-${next.slice(12, 16)}-${next.slice(16, 20)}-${next.slice(20)}`;
 }
 
-/**
- * Stores an event. A project's event ids are handed out in commit order, on every instance: the
- * id is chosen under a per-project lock held until commit, above the project's latest id. Readers
- * that ask for "the events after id X" (the live stream, Last-Event-ID resumption) therefore never
- * miss an event that was still committing when they read, nor see one twice.
- */
+/** One event of a batch: a single publication's fields and the name of its feed. */
+export interface BatchEventInput extends EventInput {
+  feed: string;
+}
+
+/** Stores an event in its feed: `publishEvents` with a batch of one. */
 export async function publishEvent(em: EntityManager, project: Project, feedName: string, input: EventInput): Promise<Event> {
-  const tags = input.tags ?? {};
-  checkTags(tags);
-  const feed = await feedNamed(em, project, feedName);
+  checkTags(input.tags ?? {});
+  const [event] = await storeInOrder(em, project, [{ ...input, feed: feedName }]);
+  return event!;
+}
+
+/**
+ * Stores a batch of events, all or nothing, in one statement. Checks every event before anything is
+ * stored: a bad tag is 400 pointing into its event (`/body/events/N/tags…`), a feed the project does
+ * not have 404. Returns the events in the order sent.
+ */
+export async function publishEvents(em: EntityManager, project: Project, inputs: BatchEventInput[]): Promise<Event[]> {
+  inputs.forEach((input, i) => checkTags(input.tags ?? {}, `/body/events/${i}/tags`));
+  return storeInOrder(em, project, inputs);
+}
+
+/**
+ * Stores events in one transaction, their ids in the order given, each above the one before and
+ * the first above the project's latest. A project's event ids are handed out in commit order, on
+ * every instance: they are chosen under a per-project lock held until commit. Readers that ask for
+ * "the events after id X" (the live stream, Last-Event-ID resumption) therefore never miss an event
+ * that was still committing when they read, nor see one twice. 404 when a feed is not the project's.
+ */
+async function storeInOrder(em: EntityManager, project: Project, inputs: BatchEventInput[]): Promise<Event[]> {
+  const names = [...new Set(inputs.map((input) => input.feed))];
   return transaction(em, async (tx) => {
     // The project row first, as every writer of a project takes it (transaction.ts), FOR NO KEY UPDATE:
     // publishers of a project wait here one at a time, in turn with a delete of the project. Under
     // KEY SHARE they would queue for the id order below while holding the row, a queue that keeps the
     // row share-locked without a gap for as long as events arrive, and a delete would wait it out.
     await lockProject(tx, project.id, 'no key update');
-    await takePublishLock(tx, project.id);
-    const latest = await latestEventId(tx, project.id);
-    const now = new Date();
-    const event = tx.create(Event, {
-      id: idAfter(latest),
-      project,
-      feed,
-      event: input.event,
-      description: input.description ?? null,
-      emoji: input.emoji ?? null,
-      tags,
-      timestamp: input.timestamp ? new Date(input.timestamp) : now,
-      createdAt: now,
-    });
-    await tx.flush();
-    return event;
-  });
-}
-
-/** One event of a batch: a single publication's fields and the name of its feed. */
-export interface BatchEventInput extends EventInput {
-  feed: string;
-}
-
-/**
- * Stores a batch of events, all or nothing, in one transaction and one statement: ids in the order
- * sent, each above the one before and the first above the project's latest, under the same locks as
- * a single publication (so the batch is ordered with them as if its events were published one after
- * another). Checks every event before anything is stored: a bad tag is 400 pointing into its event
- * (`/body/events/N/tags…`), a feed the project does not have 404. Returns the events in the order sent.
- */
-export async function publishEvents(em: EntityManager, project: Project, inputs: BatchEventInput[]): Promise<Event[]> {
-  inputs.forEach((input, i) => checkTags(input.tags ?? {}, `/body/events/${i}/tags`));
-  const names = [...new Set(inputs.map((input) => input.feed))];
-  return transaction(em, async (tx) => {
-    await lockProject(tx, project.id, 'no key update');
     // Under the project lock: a feed being deleted now is either found with its delete still to come
     // (which then waits for this commit and takes these events with it) or not found at all.
     const feeds = new Map((await tx.find(Feed, { project, name: { $in: names } })).map((feed) => [feed.name, feed]));
-    const missing = names.find((name) => !feeds.has(name));
-    if (missing !== undefined) throw new NotFound('No feed with this name in this project.');
+    if (names.some((name) => !feeds.has(name))) throw feedNotFound();
     await takePublishLock(tx, project.id);
     let last = await latestEventId(tx, project.id);
     const now = new Date();

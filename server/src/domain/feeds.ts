@@ -12,7 +12,7 @@ const NAME_TAKEN = {
   feeds_project_name_unique: ['feed_name_taken', 'Another feed of this project already uses this name.'],
 } as const satisfies Parameters<typeof conflictOn>[1];
 
-const feedNotFound = () => new NotFound('No feed with this name in this project.');
+export const feedNotFound = () => new NotFound('No feed with this name in this project.');
 
 export async function feedNamed(em: EntityManager, project: Project, name: string): Promise<Feed> {
   const feed = await em.findOne(Feed, { project, name });
