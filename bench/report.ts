@@ -40,7 +40,26 @@ export interface Results {
   machine: Machine;
   seed: { counts: Record<string, number>; ms: number };
   scenarios: ScenarioResult[];
-  stream?: { events: number; p50: number; p99: number; max: number; publishP50: number };
+  stream?: {
+    events: number;
+    p50: number;
+    p99: number;
+    max: number;
+    publishP50: number;
+    /** While the single-publish load runs against A, streams on A and B (absent from runs before it was measured). */
+    underLoad?: {
+      publishRps: number;
+      publishP99: number;
+      received: number[];
+      /** From the start of the publish request. */
+      p50: number;
+      p99: number;
+      max: number;
+      /** From the event's `created_at` (set just before its insert), to the millisecond. */
+      storedP50: number;
+      storedP99: number;
+    };
+  };
   /** The project read and its baseline in alternating rounds: each pair's ratios, and their medians. */
   interleaved?: {
     seconds: number;
@@ -114,6 +133,11 @@ export function markdown(results: Results): string {
     lines.push(
       `- **Stream latency** (publish on instance A → receipt on a stream from instance B, same database, ${s.events} events one after another): p50 ${fmt(s.p50, 2)} ms, p99 ${fmt(s.p99, 2)} ms, max ${fmt(s.max, 2)} ms (the publish request alone: p50 ${fmt(s.publishP50, 2)} ms).`,
     );
+    const u = s.underLoad;
+    if (u)
+      lines.push(
+        `- **Stream latency under load** (while ${results.options.connections} connections publish to the project on A as fast as they can, ${u.publishRps} events/s, publish p99 ${fmt(u.publishP99, 2)} ms; one stream on A and one on B, ${u.received.join(' + ')} events received): from the start of the publish request p50 ${fmt(u.p50, 2)} ms, p99 ${fmt(u.p99, 2)} ms, max ${fmt(u.max, 2)} ms; from the event's storage (\`created_at\`, just before its insert) p50 ${fmt(u.storedP50, 2)} ms, p99 ${fmt(u.storedP99, 2)} ms (target: p99 ≤ 100 ms).`,
+      );
   }
   if (results.activityDepth) {
     const a = results.activityDepth;

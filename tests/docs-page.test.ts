@@ -15,6 +15,27 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 describe('the API reference page at /docs', function () {
   this.timeout(120_000);
 
+  it('GET / says where the API, this page and the contract are; other methods on / are 405 or 404 as for any path', async () => {
+    const home = await http('GET', '/');
+    expect(home.status).to.equal(200);
+    expect(home.headers.get('content-type')).to.equal('application/json; charset=utf-8');
+    expect(home.json).to.deep.equal({
+      success: true,
+      data: {
+        message: 'Signalboard. The API is at /v1, its reference at /docs, its contract at /v1/openapi.json.',
+        api: '/v1',
+        reference: '/docs',
+        contract: '/v1/openapi.json',
+      },
+    });
+    for (const link of ['/v1', '/docs', '/v1/openapi.json']) expect((await http('GET', link)).status, link).to.equal(200);
+    const head = await http('HEAD', '/');
+    expect([head.status, head.text]).to.deep.equal([200, '']);
+    const post = await http('POST', '/');
+    expect(post.status).to.be.oneOf([404, 405]);
+    expect(post.json.success).to.equal(false);
+  });
+
   it('is served with a CSP that allows only this origin', async () => {
     const page = await http('GET', '/docs');
     expect(page.status).to.equal(200);

@@ -210,8 +210,9 @@ describe('the embedded database on a filling disk', function () {
     console.log(`      SIGTERM: exit ${ended.code} after ${ended.ms} ms`);
     expect(ended.code).to.equal(0);
 
-    // A supervisor restarting it before there is room is told why.
-    writeFileSync(filler, Buffer.alloc(Math.floor((freeMiB(mount) - 20) * MiB)));
+    // A supervisor restarting it before there is room is told why. Half a MiB over a whole number, so
+    // that the few KiB the service writes before it measures (its lock file) round to the same MiB.
+    writeFileSync(filler, Buffer.alloc(Math.floor((freeMiB(mount) - 20.5) * MiB)));
     const early = await runToExit(env);
     const fatal = early.log.find((entry) => entry.msg === 'could not start');
     const free = Math.floor(freeMiB(mount));

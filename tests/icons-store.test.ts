@@ -1,32 +1,53 @@
 /**
- * The icon store and the /cdn middleware on their own: every refusal (and that it leaves the folder
- * untouched), hostile images (HTML in a PNG, impossible headers, zlib bombs, animations), what is
- * stored (a re-encoding: IHDR, IDAT and IEND, the same pixels), a full disk (503, nothing changed),
- * the sweep of leftovers, bounded transcoding, and what the CDN answers, on a throwaway Koa app
- * behind the real envelope. The last part goes through the running service.
+ * The icon store and the /cdn middleware on their own, on the run's database: every refusal (and
+ * that it stores nothing), hostile images (HTML in a PNG, impossible headers, zlib bombs,
+ * animations), what is stored (a re-encoding: IHDR, IDAT and IEND, the same pixels; one row per
+ * icon, its bytes in the row or in a bucket), the read cache, a bucket that cannot be reached (503,
+ * nothing changed), icons an earlier release left on disk moving into the store, bounded
+ * transcoding, and what the CDN answers, on a throwaway Koa app behind the real envelope. The last
+ * part goes through the running service (on the embedded database by default).
  */
 import { expect } from 'chai';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { deflateSync } from 'node:zlib';
 import Koa from 'koa';
+import { pino } from 'pino';
 import { loadConfig } from '../server/src/config.js';
 import { Project, User } from '../server/src/db/entities.js';
+import { DatabaseIconRows } from '../server/src/domain/icons.js';
 import { createProject as createProjectIn, updateProject } from '../server/src/domain/projects.js';
-import { ApiError, InvalidRequest } from '../server/src/errors.js';
+import { ApiError, InvalidRequest, Unavailable } from '../server/src/errors.js';
 import { cdn } from '../server/src/http/cdn.js';
 import { envelope } from '../server/src/http/envelope.js';
-import { IconStore, type WriteNewFile } from '../server/src/storage/icons.js';
+import { moveDiskIcons } from '../server/src/storage/disk-icons.js';
+import { IconCache } from '../server/src/storage/icon-cache.js';
+import { IconStore, type Icon, type IconBucket, type IconRows } from '../server/src/storage/icons.js';
 import { PngCodec } from '../server/src/storage/png-codec.js';
-import { database, sha256, sql } from './support/harness.js';
+import { S3Bucket } from '../server/src/storage/s3.js';
+import { count, database, sha256, sql } from './support/harness.js';
+import { iconRow, rawRequest } from './support/icons.js';
+import { freePort } from './support/pg-cluster.js';
 import { signUp, type TestUser } from './support/accounts.js';
 import { call, expectData } from './support/http.js';
 import { createProject, iconUrl, namespaceName } from './support/projects.js';
-import { chunk, chunkTypes, decodePng, encodePng, ihdr, notPng, png, PNG_SIGNATURE, pngOfSize, type ImageSpec } from './support/png.js';
+import {
+  chunk,
+  chunkTypes,
+  decodePng,
+  encodePng,
+  ihdr,
+  notPng,
+  png,
+  PNG_SIGNATURE,
+  pngOfSize,
+  storedIcon,
+  type ImageSpec,
+} from './support/png.js';
 
 const FIELD = '/body/icon';
 const DATA_URL = 'data:image/png;base64,';
@@ -90,19 +111,58 @@ function zlibBomb(inflated: number, interlace: 0 | 1): Buffer {
   return Buffer.concat([PNG_SIGNATURE, chunk('IHDR', ihdr(16, 16, 8, 2, interlace)), chunk('IDAT', data), IEND]);
 }
 
+/** The icon store's rows on the run's database, as the service builds them. */
+function databaseRows(): DatabaseIconRows {
+  return new DatabaseIconRows(() => database().orm.em.fork());
+}
+
+/** How many icons the database records. */
+function storedIcons(): Promise<number> {
+  return count('select count(*)::int from icons');
+}
+
+/** A bucket that cannot be reached: nothing listens at its address. Every call fails within its 1 s bound. */
+async function unreachableBucket(): Promise<S3Bucket> {
+  const settings = {
+    bucket: 'icons',
+    endpoint: `http://127.0.0.1:${await freePort()}`,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'AKUNREACHABLE', secretAccessKey: 'unreachable-secret' },
+    forcePathStyle: true,
+    timeoutMs: 1_000,
+  };
+  return S3Bucket.open(settings, pino({ level: 'silent' }));
+}
+
+/** An in-memory bucket, counting its reads. */
+class MemoryBucket implements IconBucket {
+  readonly objects = new Map<string, Buffer>();
+  reads = 0;
+
+  async put(icon: Icon): Promise<void> {
+    this.objects.set(icon.sha256, icon.bytes);
+  }
+
+  async get(key: string): Promise<Buffer | undefined> {
+    this.reads += 1;
+    return this.objects.get(key);
+  }
+
+  async delete(keys: string[]): Promise<void> {
+    for (const key of keys) this.objects.delete(key);
+  }
+}
+
 describe('icon store', () => {
-  let root: string;
-  let dir: string;
   let base: string;
   let store: IconStore;
+  let storedBefore: number;
 
-  beforeEach(() => {
-    root = mkdtempSync(path.join(os.tmpdir(), 'signalboard-icons-'));
-    dir = path.join(root, 'icons'); // not created: save() must make it
+  beforeEach(async () => {
     base = 'http://cdn.test/cdn';
-    store = new IconStore(dir, () => base);
+    store = new IconStore(databaseRows(), () => base);
+    storedBefore = await storedIcons();
   });
-  afterEach(() => rmSync(root, { recursive: true, force: true }));
 
   /** Parses expecting a refusal: a 400 pointing at the field, with nothing written. */
   async function refusal(value: string, form: 'create' | 'update' = 'create'): Promise<InvalidRequest> {
@@ -120,7 +180,7 @@ describe('icon store', () => {
     expect(error.details![0]!.path).to.equal(FIELD);
     expect(error.message).to.match(/^icon /);
     expect(error.details![0]!.message).to.equal(error.message.slice('icon '.length));
-    expect(existsSync(dir)).to.equal(false);
+    expect(await storedIcons()).to.equal(storedBefore);
     return error;
   }
 
@@ -132,7 +192,7 @@ describe('icon store', () => {
         expect(icon.sha256).to.equal(sha256(icon.bytes));
         expect(decodePng(icon.bytes).rgba.equals(decodePng(bytes).rgba)).to.equal(true);
       }
-      expect(existsSync(dir)).to.equal(false);
+      expect(await storedIcons()).to.equal(storedBefore);
     });
 
     it('accepts a data URL on update and refuses bare Base64 or another media type', async () => {
@@ -371,7 +431,7 @@ describe('icon store', () => {
 
     it('bounds transcoding: past its time or its queue, 503 unavailable with Retry-After; then it works again', async () => {
       const limits = { timeoutMs: 1, maxQueued: 1, idleMs: 1_000 };
-      const bounded = new IconStore(dir, () => base, { codec: new PngCodec(limits) });
+      const bounded = new IconStore(databaseRows(), () => base, { codec: new PngCodec(limits) });
       const big = png(1024, 1024).toString('base64');
       const late = await bounded.parse(big, 'create', FIELD).catch((error: unknown) => error);
       expect(asAnswer(late)).to.deep.equal({
@@ -390,18 +450,77 @@ describe('icon store', () => {
         headers: { 'Retry-After': '1' },
         body: { success: false, error: { code: 'unavailable', message: 'Too many icons are being processed; retry shortly.' } },
       });
-      expect(existsSync(dir)).to.equal(false);
+      expect(await storedIcons()).to.equal(storedBefore);
     });
   });
 
-  describe('save and url', () => {
-    it('writes <sha256>.png once, byte for byte', async () => {
+  describe('save, read and url', () => {
+    it('stores one row per icon with its bytes; saving it again marks it as just stored', async () => {
       const icon = await store.parse(png(16, 16, { color: [1, 2, 3] }).toString('base64'), 'create', FIELD);
-      await store.save(icon);
-      await store.save(icon);
-      expect(readdirSync(dir)).to.deep.equal([`${icon.sha256}.png`]); // no temporary file left
-      expect(readFileSync(path.join(dir, `${icon.sha256}.png`)).equals(icon.bytes)).to.equal(true);
-      expect(store.file(icon.sha256)).to.equal(path.join(dir, `${icon.sha256}.png`));
+      await store.saveAlone(icon);
+      await sql(`update icons set stored_at = now() - interval '2 hours' where sha256 = ?`, [icon.sha256]);
+      expect((await iconRow(icon.sha256))!.fresh).to.equal(false);
+      await store.saveAlone(icon);
+      const row = await iconRow(icon.sha256);
+      expect(row).to.deep.equal({ size: icon.bytes.length, bytes: icon.bytes, fresh: true });
+      expect(await storedIcons()).to.equal(storedBefore + 1);
+      expect((await store.read(icon.sha256))!.equals(icon.bytes)).to.equal(true);
+    });
+
+    it('makes one row of concurrent saves of the same icon', async () => {
+      const icon = await store.parse(png(9, 9, { color: [4, 5, 6] }).toString('base64'), 'create', FIELD);
+      const stores = [1, 2, 3, 4].map(() => new IconStore(databaseRows(), () => base));
+      await Promise.all(stores.map((each) => each.saveAlone(icon)));
+      expect(await count('select count(*)::int from icons where sha256 = ?', [icon.sha256])).to.equal(1);
+      expect(await storedIcons()).to.equal(storedBefore + 1);
+    });
+
+    it('with a bucket, keeps the bytes there and only the record in the row', async () => {
+      const bucket = new MemoryBucket();
+      const bucketed = new IconStore(databaseRows(), () => base, { bucket });
+      const icon = await bucketed.parse(png(7, 3, { color: [7, 8, 9] }).toString('base64'), 'create', FIELD);
+      await bucketed.saveAlone(icon);
+      expect(await iconRow(icon.sha256)).to.deep.equal({ size: icon.bytes.length, bytes: null, fresh: true });
+      expect([...bucket.objects.keys()]).to.deep.equal([icon.sha256]);
+      expect(bucket.objects.get(icon.sha256)!.equals(icon.bytes)).to.equal(true);
+      expect((await bucketed.read(icon.sha256))!.equals(icon.bytes)).to.equal(true);
+      // The database store does not serve what a bucket holds.
+      expect(await store.read(icon.sha256)).to.equal(undefined);
+    });
+
+    it('reads through its cache: once per icon, concurrent reads shared, misses never kept, a pruned icon dropped', async () => {
+      const real = databaseRows();
+      let reads = 0;
+      const counting: IconRows = {
+        record: (tx, icon, withBytes) => real.record(tx, icon, withBytes),
+        bytes: (key) => {
+          reads += 1;
+          return real.bytes(key);
+        },
+        prune: (options, removing) => real.prune(options, removing),
+        transaction: (work) => real.transaction(work),
+      };
+      const cached = new IconStore(counting, () => base);
+      const icon = await cached.parse(png(5, 5, { color: [10, 20, 30] }).toString('base64'), 'create', FIELD);
+      await cached.saveAlone(icon);
+
+      const first = await Promise.all([1, 2, 3].map(() => cached.read(icon.sha256)));
+      expect(first.every((bytes) => bytes!.equals(icon.bytes))).to.equal(true);
+      expect(reads).to.equal(1);
+      expect((await cached.read(icon.sha256))!.equals(icon.bytes)).to.equal(true);
+      expect(reads).to.equal(1);
+
+      const missing = sha256(randomBytes(16));
+      expect(await cached.read(missing)).to.equal(undefined);
+      expect(await cached.read(missing)).to.equal(undefined);
+      expect(reads).to.equal(3);
+
+      await sql(`update icons set stored_at = now() - interval '2 hours' where sha256 = ?`, [icon.sha256]);
+      const pruned = await cached.prune({ graceMs: 3_600_000, batchSize: 100, maxBatches: 100, stopping: () => false });
+      expect(pruned).to.be.at.least(1);
+      expect(await iconRow(icon.sha256)).to.equal(undefined);
+      expect(await cached.read(icon.sha256)).to.equal(undefined);
+      expect(reads).to.equal(4);
     });
 
     it('shows an icon at the CDN base read at each call, and null for no icon', () => {
@@ -417,29 +536,70 @@ describe('icon store', () => {
       const key = sha256(png(1, 1));
       for (const bad of ['../x', key.toUpperCase(), `${key}/../${key}`, key.slice(1), '']) {
         expect(() => store.url(bad)).to.throw();
-        expect(() => store.file(bad)).to.throw();
-        let refused = false;
-        await store.save({ bytes: png(1, 1), sha256: bad }).catch(() => (refused = true));
-        expect(refused).to.equal(true);
+        for (const attempt of [store.read(bad), store.saveAlone({ bytes: png(1, 1), sha256: bad })]) {
+          expect(
+            await attempt.then(
+              () => 'accepted',
+              () => 'refused',
+            ),
+            bad,
+          ).to.equal('refused');
+        }
       }
-      expect(existsSync(dir)).to.equal(false);
+      expect(await storedIcons()).to.equal(storedBefore);
     });
   });
 
-  describe('disk faults and leftovers', () => {
-    const NO_ROOM = { code: 'unavailable', message: 'There is no room to store the icon right now; nothing was changed. Retry later.' };
-    /** Writes part of the file, then fails as a full disk does. */
-    const fullDisk: WriteNewFile = async (file, bytes) => {
-      await writeFile(file, bytes.subarray(0, 10), { flag: 'wx' });
-      throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' });
-    };
+  describe('the read cache', () => {
+    const bytes = (n: number, fill: number) => Buffer.alloc(n, fill);
 
-    it('answers a save that fails with ENOSPC with 503 unavailable and Retry-After, leaving no file', async () => {
-      const full = new IconStore(dir, () => base, { writeNewFile: fullDisk });
-      const icon = await full.parse(png(6, 6).toString('base64'), 'create', FIELD);
-      const failure = await full.save(icon).catch((error: unknown) => error);
-      expect(asAnswer(failure)).to.deep.equal({ status: 503, headers: { 'Retry-After': '60' }, body: { success: false, error: NO_ROOM } });
-      expect(readdirSync(dir)).to.deep.equal([]);
+    it('holds at most its bytes, dropping the least recently used first', () => {
+      const cache = new IconCache(10);
+      cache.set('a', bytes(4, 1));
+      cache.set('b', bytes(4, 2));
+      expect(cache.get('a')![0]).to.equal(1); // a is now the most recently used
+      cache.set('c', bytes(4, 3));
+      expect([cache.get('a')?.[0], cache.get('b'), cache.get('c')?.[0]]).to.deep.equal([1, undefined, 3]);
+      expect(cache.bytes).to.equal(8);
+      cache.set('d', bytes(10, 4));
+      expect([cache.get('a'), cache.get('c'), cache.get('d')?.[0]]).to.deep.equal([undefined, undefined, 4]);
+      expect(cache.bytes).to.equal(10);
+    });
+
+    it('keeps nothing larger than itself, and forgets a deleted key', () => {
+      const cache = new IconCache(10);
+      cache.set('a', bytes(3, 1));
+      cache.set('big', bytes(11, 2));
+      expect([cache.get('a')?.[0], cache.get('big')]).to.deep.equal([1, undefined]);
+      cache.set('a', bytes(5, 3));
+      expect(cache.bytes).to.equal(5);
+      cache.delete('a');
+      cache.delete('never');
+      expect([cache.get('a'), cache.bytes]).to.deep.equal([undefined, 0]);
+    });
+  });
+
+  describe('a bucket that cannot be reached', () => {
+    const UNREACHABLE = { code: 'unavailable', message: 'The icon could not be stored right now; nothing was changed. Retry later.' };
+
+    it('answers a save with 503 unavailable and Retry-After within its bound, recording nothing', async () => {
+      const failing = new IconStore(databaseRows(), () => base, { bucket: await unreachableBucket() });
+      const icon = await failing.parse(png(6, 6).toString('base64'), 'create', FIELD);
+      const started = Date.now();
+      const failure = await failing.saveAlone(icon).catch((error: unknown) => error);
+      expect(Date.now() - started).to.be.below(2_000);
+      expect(asAnswer(failure)).to.deep.equal({
+        status: 503,
+        headers: { 'Retry-After': '30' },
+        body: { success: false, error: UNREACHABLE },
+      });
+      expect(await iconRow(icon.sha256)).to.equal(undefined);
+      const unread = await failing.read(icon.sha256).catch((error: unknown) => error);
+      expect(asAnswer(unread)).to.deep.equal({
+        status: 503,
+        headers: { 'Retry-After': '5' },
+        body: { success: false, error: { code: 'unavailable', message: 'The icon could not be read right now; retry later.' } },
+      });
     });
 
     describe('through the project domain, behind the envelope', () => {
@@ -447,9 +607,11 @@ describe('icon store', () => {
       let server: http.Server;
       let url: string;
       let change: (owner: User) => Promise<unknown>;
+      let failing: IconStore;
 
       before(async () => {
         user = await signUp();
+        failing = new IconStore(databaseRows(), () => 'http://cdn.test/cdn', { bucket: await unreachableBucket() });
         const app = new Koa();
         app.silent = true;
         app.use(envelope());
@@ -467,98 +629,160 @@ describe('icon store', () => {
       const PROJECT_STATE = `select p.name, p.namespace, p.icon,
         (select count(*)::int from activity a where a.project_id = p.id) as activity from projects p where p.id = ?`;
 
-      async function expectNoRoom(): Promise<void> {
+      async function expectUnreachable(): Promise<void> {
         const answer = await fetch(url, { method: 'POST' });
         expect(answer.status).to.equal(503);
-        expect(answer.headers.get('retry-after')).to.equal('60');
-        expect(await answer.json()).to.deep.equal({ success: false, error: NO_ROOM });
+        expect(answer.headers.get('retry-after')).to.equal('30');
+        expect(await answer.json()).to.deep.equal({ success: false, error: UNREACHABLE });
       }
 
-      it('a project created with an icon on a full disk: 503, no project, no file', async () => {
-        const full = new IconStore(dir, () => base, { writeNewFile: fullDisk });
+      it('a project created with an icon: 503, no project, no icon recorded', async () => {
         const namespace = namespaceName();
-        const icon = DATA_URL + png(5, 5, { color: [5, 5, 5] }).toString('base64');
-        change = (owner) => createProjectIn(database().orm.em.fork(), full, owner, { name: 'Full', namespace, icon }, loadConfig().limits);
-        await expectNoRoom();
+        const sent = png(5, 5, { color: [5, 5, 5] });
+        const icon = DATA_URL + sent.toString('base64');
+        change = (owner) =>
+          createProjectIn(database().orm.em.fork(), failing, owner, { name: 'Full', namespace, icon }, loadConfig().limits);
+        await expectUnreachable();
         expect(await sql('select id from projects where namespace = ?', [namespace])).to.deep.equal([]);
-        expect(readdirSync(dir)).to.deep.equal([]);
+        expect(await iconRow(sha256(storedIcon(sent)))).to.equal(undefined);
+        expect(await storedIcons()).to.equal(storedBefore);
       });
 
-      it('a project renamed and re-iconed on a full disk: 503, nothing changed, no activity recorded', async () => {
-        const full = new IconStore(dir, () => base, { writeNewFile: fullDisk });
+      it('a project renamed and re-iconed: 503, nothing changed, no activity recorded, no icon recorded', async () => {
         const project = await createProject(user.token);
         const before = await sql(PROJECT_STATE, [project.id]);
+        const sent = png(7, 7);
         change = async (owner) => {
           const em = database().orm.em.fork();
           const row = await em.findOneOrFail(Project, { id: project.id });
-          return updateProject(em, full, owner, row, { name: 'Renamed', icon: DATA_URL + png(7, 7).toString('base64') });
+          return updateProject(em, failing, owner, row, { name: 'Renamed', icon: DATA_URL + sent.toString('base64') });
         };
-        await expectNoRoom();
-        const after = await sql(PROJECT_STATE, [project.id]);
-        expect(after).to.deep.equal(before);
-        expect(readdirSync(dir)).to.deep.equal([]);
+        await expectUnreachable();
+        expect(await sql(PROJECT_STATE, [project.id])).to.deep.equal(before);
+        expect(await iconRow(sha256(storedIcon(sent)))).to.equal(undefined);
       });
     });
+  });
 
-    it('sweeps temporary files older than the grace period, keeps younger ones, and puts back files moved aside', async () => {
+  describe('icons an earlier release left on disk', () => {
+    let root: string;
+    let dir: string;
+
+    beforeEach(() => {
+      root = mkdtempSync(path.join(os.tmpdir(), 'signalboard-disk-icons-'));
+      dir = path.join(root, 'icons');
       mkdirSync(dir);
-      const key = sha256(Buffer.from('kept'));
-      const asideKey = sha256(Buffer.from('aside'));
-      const stale = `.${key}.00000000-0000-4000-8000-000000000001.tmp`;
-      const fresh = `.${key}.00000000-0000-4000-8000-000000000002.tmp`;
-      for (const name of [stale, fresh, `${key}.png`, 'unrelated.txt']) writeFileSync(path.join(dir, name), name);
-      writeFileSync(path.join(dir, `.${asideKey}.00000000-0000-4000-8000-000000000003.prune`), 'aside');
-      const twoMinutesAgo = new Date(Date.now() - 120_000);
-      for (const name of [stale, `${key}.png`, 'unrelated.txt']) utimesSync(path.join(dir, name), twoMinutesAgo, twoMinutesAgo);
+    });
+    afterEach(() => rmSync(root, { recursive: true, force: true }));
 
-      expect(await store.sweep(60_000)).to.equal(1);
-      expect(readdirSync(dir).sort()).to.deep.equal([fresh, `${asideKey}.png`, `${key}.png`, 'unrelated.txt'].sort());
-      expect(readFileSync(path.join(dir, `${asideKey}.png`), 'utf8')).to.equal('aside');
-      expect(await new IconStore(path.join(root, 'missing'), () => base).sweep(60_000)).to.equal(0);
+    /** Writes `name` into the icon folder, last modified `ageMs` ago. */
+    function put(name: string, bytes: Buffer | string, ageMs = 0): void {
+      writeFileSync(path.join(dir, name), bytes);
+      const then = new Date(Date.now() - ageMs);
+      utimesSync(path.join(dir, name), then, then);
+    }
+
+    it('moves each file that is the icon its name says, leaves anything else, and removes stale temporary files', async () => {
+      const [a, b, aside] = [1, 2, 3].map((i) => png(4, i, { color: [i, i, i] }));
+      const other = png(3, 3);
+      const text = Buffer.from('not a png at all');
+      const uuid = (n: number) => `00000000-0000-4000-8000-00000000000${n}`;
+      put(`${sha256(a!)}.png`, a!, 3_600_000);
+      put(`${sha256(b!)}.png`, b!);
+      put(`.${sha256(aside!)}.${uuid(1)}.prune`, aside!);
+      put(`${sha256(png(5, 5))}.png`, other); // named after other bytes
+      put(`${sha256(text)}.png`, text); // the right hash, but no PNG
+      put('notes.txt', 'not an icon');
+      put(`.${sha256(a!)}.${uuid(2)}.tmp`, 'half written', 5 * 60_000);
+      put(`.${sha256(b!)}.${uuid(3)}.tmp`, 'being written');
+      mkdirSync(path.join(dir, `${sha256(Buffer.from('a folder'))}.png`));
+
+      const moved = await moveDiskIcons(dir, store, 60_000);
+      expect({ ...moved, left: [...moved.left].sort((x, y) => x.file.localeCompare(y.file)) }).to.deep.equal({
+        moved: 3,
+        removed: 1,
+        left: [
+          { file: `${sha256(Buffer.from('a folder'))}.png`, reason: 'not a regular file' },
+          { file: `${sha256(png(5, 5))}.png`, reason: 'its name is not the SHA-256 of its content' },
+          { file: `${sha256(text)}.png`, reason: 'not an icon: is not a PNG image' },
+          { file: 'notes.txt', reason: 'not an icon file' },
+        ].sort((x, y) => x.file.localeCompare(y.file)),
+      });
+      expect(readdirSync(dir).sort()).to.deep.equal(
+        [
+          `${sha256(Buffer.from('a folder'))}.png`,
+          `${sha256(png(5, 5))}.png`,
+          `${sha256(text)}.png`,
+          'notes.txt',
+          `.${sha256(b!)}.${uuid(3)}.tmp`,
+        ].sort(),
+      );
+      for (const bytes of [a!, b!, aside!]) {
+        expect(await iconRow(sha256(bytes))).to.deep.equal({ size: bytes.length, bytes, fresh: true });
+        expect((await store.read(sha256(bytes)))!.equals(bytes)).to.equal(true);
+      }
+      expect(await storedIcons()).to.equal(storedBefore + 3);
+
+      // Again: nothing left to move, and what was left stays.
+      expect(await moveDiskIcons(dir, store, 60_000)).to.deep.include({ moved: 0, removed: 0 });
+      expect(readdirSync(dir)).to.have.length(5);
+      expect(await storedIcons()).to.equal(storedBefore + 3);
+    });
+
+    it('moves the same folder from two stores at once as one, and removes the emptied folder', async () => {
+      const icons = [1, 2, 3, 4, 5, 6].map((i) => png(i, 2, { color: [i * 9, 0, 0] }));
+      for (const bytes of icons) put(`${sha256(bytes)}.png`, bytes);
+      const other = new IconStore(databaseRows(), () => base);
+      const [first, second] = await Promise.all([moveDiskIcons(dir, store, 60_000), moveDiskIcons(dir, other, 60_000)]);
+      expect(first.moved + second.moved).to.be.within(6, 12);
+      expect([...first.left, ...second.left]).to.deep.equal([]);
+      expect(existsSync(dir)).to.equal(false);
+      for (const bytes of icons) expect(await count('select count(*)::int from icons where sha256 = ?', [sha256(bytes)])).to.equal(1);
+      expect(await storedIcons()).to.equal(storedBefore + 6);
+      expect(await moveDiskIcons(dir, store, 60_000)).to.deep.equal({ moved: 0, removed: 0, left: [] });
+    });
+
+    it('stops at a store that fails, keeping the file for the next run', async () => {
+      const bytes = png(2, 9);
+      put(`${sha256(bytes)}.png`, bytes);
+      const failing = new IconStore(databaseRows(), () => base, { bucket: await unreachableBucket() });
+      const failure = await moveDiskIcons(dir, failing, 60_000).catch((error: unknown) => error);
+      expect(failure).to.be.instanceOf(Unavailable);
+      expect(readdirSync(dir)).to.deep.equal([`${sha256(bytes)}.png`]);
+      expect(await iconRow(sha256(bytes))).to.equal(undefined);
     });
   });
 });
 
+/** A throwaway Koa app: the envelope, the CDN middleware on `store`, and a last middleware that answers 'passed on'. */
+async function cdnApp(store: Pick<IconStore, 'read'>): Promise<{ server: http.Server; port: number }> {
+  const app = new Koa();
+  app.silent = true;
+  app.use(envelope());
+  app.use(cdn(store));
+  app.use((ctx) => {
+    ctx.body = 'passed on';
+  });
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  return { server, port: (server.address() as AddressInfo).port };
+}
+
 describe('icon CDN middleware', () => {
   const bytes = png(20, 10, { color: [200, 10, 10] });
   const key = sha256(bytes);
-  let root: string;
   let server: http.Server;
   let port: number;
 
-  /** Raw HTTP: fetch would normalise `..` and `%2e%2e` away before sending. */
-  function request(method: string, rawPath: string, headers: Record<string, string> = {}) {
-    return new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
-      const req = http.request({ host: '127.0.0.1', port, method, path: rawPath, headers }, (res) => {
-        const parts: Buffer[] = [];
-        res.on('data', (part: Buffer) => parts.push(part));
-        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(parts) }));
-      });
-      req.on('error', reject);
-      req.end();
-    });
-  }
+  const request = (method: string, rawPath: string, headers: Record<string, string> = {}) => rawRequest(port, method, rawPath, headers);
 
   before(async () => {
-    root = mkdtempSync(path.join(os.tmpdir(), 'signalboard-cdn-'));
-    const store = new IconStore(path.join(root, 'icons'), () => 'unused');
-    await store.save({ bytes, sha256: key });
-    const app = new Koa();
-    app.silent = true;
-    app.use(envelope());
-    app.use(cdn(store));
-    app.use((ctx) => {
-      ctx.body = 'passed on';
-    });
-    server = app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
-    port = (server.address() as AddressInfo).port;
+    const store = new IconStore(databaseRows(), () => 'unused');
+    await store.saveAlone({ bytes, sha256: key });
+    ({ server, port } = await cdnApp(store));
   });
 
-  after(async () => {
-    await new Promise((resolve) => server.close(resolve));
-    rmSync(root, { recursive: true, force: true });
-  });
+  after(() => new Promise((resolve) => server.close(resolve)));
 
   it('serves the exact bytes as an immutable PNG with its hash as ETag', async () => {
     const answer = await request('GET', `/cdn/icons/${key}.png`);
@@ -577,24 +801,28 @@ describe('icon CDN middleware', () => {
     expect(answer.body.length).to.equal(0);
     expect(answer.headers['content-type']).to.equal('image/png');
     expect(answer.headers['content-length']).to.equal(String(bytes.length));
+    expect(answer.headers['cache-control']).to.equal('public, max-age=31536000, immutable');
     expect(answer.headers.etag).to.equal(`"${key}"`);
   });
 
   it('answers 304 to a matching If-None-Match and 200 to another', async () => {
-    for (const tag of [`"${key}"`, `W/"${key}"`, `"other", "${key}"`, '*']) {
-      const answer = await request('GET', `/cdn/icons/${key}.png`, { 'If-None-Match': tag });
-      expect(answer.status, tag).to.equal(304);
-      expect(answer.body.length).to.equal(0);
-      expect(answer.headers.etag).to.equal(`"${key}"`);
-      expect(answer.headers['cache-control']).to.equal('public, max-age=31536000, immutable');
+    for (const method of ['GET', 'HEAD']) {
+      for (const tag of [`"${key}"`, `W/"${key}"`, `"other", "${key}"`, '*']) {
+        const answer = await request(method, `/cdn/icons/${key}.png`, { 'If-None-Match': tag });
+        expect(answer.status, `${method} ${tag}`).to.equal(304);
+        expect(answer.body.length).to.equal(0);
+        expect(answer.headers.etag).to.equal(`"${key}"`);
+        expect(answer.headers['cache-control']).to.equal('public, max-age=31536000, immutable');
+      }
     }
     const stale = await request('GET', `/cdn/icons/${key}.png`, { 'If-None-Match': '"other"' });
     expect(stale.status).to.equal(200);
     expect(stale.body.equals(bytes)).to.equal(true);
   });
 
-  it('answers 404 in the envelope for a missing icon, a bad name or a traversal attempt', async () => {
+  it('answers 404 in the envelope for a missing icon (even to If-None-Match: *), a bad name or a traversal attempt', async () => {
     const missing = sha256(Buffer.from('never stored'));
+    expect((await request('GET', `/cdn/icons/${missing}.png`, { 'If-None-Match': '*' })).status).to.equal(404);
     for (const rawPath of [
       `/cdn/icons/${missing}.png`,
       `/cdn/icons/${key.toUpperCase()}.png`,
@@ -643,6 +871,30 @@ describe('icon CDN middleware', () => {
       expect(answer.body.toString()).to.equal('passed on');
     }
   });
+
+  it('answers 503 in the envelope, with Retry-After, when the store cannot be read', async () => {
+    const unreadable = await cdnApp({
+      read: async () => {
+        throw new Unavailable('The icon could not be read right now; retry later.', 5);
+      },
+    });
+    try {
+      for (const method of ['GET', 'HEAD']) {
+        const answer = await rawRequest(unreadable.port, method, `/cdn/icons/${key}.png`, { 'If-None-Match': `"${key}"` });
+        expect(answer.status, method).to.equal(503);
+        expect(answer.headers['retry-after']).to.equal('5');
+        expect(answer.headers['cache-control']).to.equal(undefined);
+        if (method === 'GET') {
+          expect(JSON.parse(answer.body.toString())).to.deep.equal({
+            success: false,
+            error: { code: 'unavailable', message: 'The icon could not be read right now; retry later.' },
+          });
+        }
+      }
+    } finally {
+      await new Promise((resolve) => unreadable.server.close(resolve));
+    }
+  });
 });
 
 describe('icons through the service', () => {
@@ -660,10 +912,18 @@ describe('icons through the service', () => {
     const answer = await fetch(project.icon);
     expect(answer.status).to.equal(200);
     expect(answer.headers.get('content-type')).to.equal('image/png');
+    expect(answer.headers.get('cache-control')).to.equal('public, max-age=31536000, immutable');
+    expect(answer.headers.get('etag')).to.equal(`"${key}"`);
     const served = Buffer.from(await answer.arrayBuffer());
     expect(sha256(served)).to.equal(key);
     expect(served.includes('<html')).to.equal(false);
     expect(chunkTypes(served)).to.deep.equal(['IHDR', 'IDAT', 'IEND']);
     expect(decodePng(served).rgba.equals(decodePng(original).rgba)).to.equal(true);
+    // The database is the store: the row holds exactly what is served.
+    expect(await iconRow(key!)).to.deep.equal({ size: served.length, bytes: served, fresh: true });
+    // Raw HTTP: fetch adds `Cache-Control: no-cache` to a conditional request, which asks for the whole answer.
+    const url = new URL(project.icon);
+    const revalidated = await rawRequest(Number(url.port), 'GET', url.pathname, { 'If-None-Match': `"${key}"` });
+    expect([revalidated.status, revalidated.body.length, revalidated.headers.etag]).to.deep.equal([304, 0, `"${key}"`]);
   });
 });

@@ -1,23 +1,26 @@
 /**
- * Background maintenance: pruning icon files nothing refers to, `stripe_events` rows past their
+ * Background maintenance: pruning icons nothing refers to, `stripe_events` rows past their
  * retention and events past EVENT_RETENTION_DAYS (bounded, one instance at a time, never an event
- * newer than the cutoff), the sweep of temporary icon files at start, and failures that are logged
- * and never stop the service. Runs on the run's database; the icon folders are the test's own.
+ * newer than the cutoff), moving icon files left on disk into the store at start, and failures
+ * that are logged and never stop the service. Runs on the run's database, with the database as
+ * the icon store (the bucket's pruning is in icons-instances.test.ts).
  */
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { pino } from 'pino';
 import { loadConfig } from '../server/src/config.js';
 import type { Database } from '../server/src/db/orm.js';
+import { DatabaseIconRows } from '../server/src/domain/icons.js';
 import { deleteEventsStoredBefore, firstUuidV7At } from '../server/src/domain/retention.js';
 import { Maintenance, MAINTENANCE_DEFAULTS, type MaintenanceOptions } from '../server/src/maintenance/prune.js';
 import { startServer } from '../server/src/server.js';
 import { IconStore } from '../server/src/storage/icons.js';
 import { count, database, sha256, sql, startExtraServer } from './support/harness.js';
+import { png } from './support/png.js';
 import { signUp } from './support/accounts.js';
 import { DAY_MS } from './support/http.js';
 import { createProject } from './support/projects.js';
@@ -25,9 +28,14 @@ import { createProject } from './support/projects.js';
 const HOUR_MS = 3_600_000;
 const silent = pino({ level: 'silent' });
 
-/** A random icon key: the SHA-256 the store names files by. */
+/** A random icon key: the SHA-256 the store names icons by. */
 function key(): string {
   return sha256(randomBytes(16));
+}
+
+/** An icon store on `db`'s rows, as the service builds it with the database as the store. */
+function storeOn(db: Database): IconStore {
+  return new IconStore(new DatabaseIconRows(() => db.orm.em.fork()), () => 'http://cdn.test');
 }
 
 function clientUrl(db: Database): string | undefined {
@@ -40,7 +48,7 @@ function maintenanceOn(
   options: Partial<MaintenanceOptions> = {},
   env: NodeJS.ProcessEnv = {},
 ): Maintenance {
-  const config = loadConfig({ ...env, DATABASE_URL: clientUrl(db) ?? '' });
+  const config = { ...loadConfig({ ...env, DATABASE_URL: clientUrl(db) ?? '' }), dataDir: root };
   return new Maintenance(db, icons, silent, config, { ...MAINTENANCE_DEFAULTS, ...options });
 }
 
@@ -60,26 +68,34 @@ async function waitFor(what: string, condition: () => boolean | Promise<boolean>
   }
 }
 
+/** A data folder of the test's own: maintenance moves `<root>/icons` into the store. */
+let root: string;
+
 describe('maintenance', () => {
-  let root: string;
-  let dir: string;
   let icons: IconStore;
 
-  beforeEach(() => {
+  beforeEach(async () => {
     root = mkdtempSync(path.join(os.tmpdir(), 'signalboard-maintenance-'));
-    dir = path.join(root, 'icons');
-    mkdirSync(dir);
-    icons = new IconStore(dir, () => 'http://cdn.test');
+    icons = storeOn(database());
+    // Icons other tests left: each test here counts its own.
+    await sql('delete from icons');
   });
   afterEach(() => rmSync(root, { recursive: true, force: true }));
 
-  /** An icon file, last written `ageMs` ago. */
-  function iconFile(name: string, ageMs: number): string {
-    const file = path.join(dir, `${name}.png`);
-    writeFileSync(file, name);
-    const then = new Date(Date.now() - ageMs);
-    utimesSync(file, then, then);
+  /** A stored icon (random bytes under a random key), last stored `ageMs` ago. */
+  async function storedIcon(ageMs: number, db: Database = database()): Promise<string> {
+    const name = key();
+    await sql(
+      `insert into icons (sha256, size, bytes, stored_at) values (?, 16, ?, now() - ?::float8 * interval '1 millisecond')`,
+      [name, randomBytes(16), ageMs],
+      db,
+    );
     return name;
+  }
+
+  /** The keys of the stored icons, sorted. */
+  async function storedKeys(): Promise<string[]> {
+    return (await sql<{ sha256: string }>('select sha256 from icons order by sha256')).map((row) => row.sha256);
   }
 
   async function insertStripeEvents(ageMs: number, n: number): Promise<string[]> {
@@ -94,34 +110,41 @@ describe('maintenance', () => {
     return (await sql<{ id: string }>('select id from stripe_events where id in (?) order by id', [ids])).map((row) => row.id);
   }
 
-  it('removes an old icon file nothing refers to, in batches; keeps referenced, fresh and just-saved ones', async () => {
+  it('removes an old icon nothing refers to, in batches; keeps referenced, fresh and just-saved ones', async () => {
     const owner = await signUp();
     const project = await createProject(owner.token);
-    const [byProject, byUser, saved] = [1, 2, 3].map(() => iconFile(key(), 2 * HOUR_MS)) as [string, string, string];
-    const fresh = iconFile(key(), 30 * 60_000);
-    const orphans = Array.from({ length: 5 }, () => iconFile(key(), 2 * HOUR_MS));
+    const [byProject, byUser, saved] = await Promise.all([1, 2, 3].map(() => storedIcon(2 * HOUR_MS)));
+    const fresh = await storedIcon(30 * 60_000);
+    const orphans: string[] = [];
+    for (let i = 0; i < 5; i++) orphans.push(await storedIcon(2 * HOUR_MS));
     await sql('update projects set icon = ? where id = ?', [byProject, project.id]);
     await sql('update users set icon = ? where id = ?', [byUser, owner.id]);
     // A transaction now refers to this stored copy: saving it again marks it as just used.
-    await icons.save({ bytes: Buffer.from(saved), sha256: saved });
-    writeFileSync(path.join(dir, 'unrelated.txt'), 'not an icon');
-    utimesSync(path.join(dir, 'unrelated.txt'), new Date(0), new Date(0));
+    await icons.saveAlone({ bytes: randomBytes(16), sha256: saved! });
+    for (const orphan of orphans) expect(await icons.read(orphan)).to.have.length(16); // now cached too
 
     const report = await maintenanceOn(database(), icons, { batchSize: 2 }).pruneOnce();
     expect(report).to.deep.equal({ ran: true, icons: 5, stripeEvents: 0, events: 0 });
-    const kept = [byProject, byUser, fresh, saved].map((name) => `${name}.png`);
-    expect(readdirSync(dir).sort()).to.deep.equal([...kept, 'unrelated.txt'].sort());
-    for (const orphan of orphans) expect(existsSync(icons.file(orphan))).to.equal(false);
+    expect(await storedKeys()).to.deep.equal([byProject, byUser, fresh, saved].sort());
+    for (const orphan of orphans) expect(await icons.read(orphan), 'gone from the cache too').to.equal(undefined);
     await sql('update users set icon = null where id = ?', [owner.id]);
   });
 
-  it('removes at most batchSize × maxBatches icon files a run; the next run goes on', async () => {
-    for (let i = 0; i < 7; i++) iconFile(key(), 2 * HOUR_MS);
+  it('removes at most batchSize × maxBatches icons a run, oldest first; the next run goes on', async () => {
+    const ages = [7, 6, 5, 4, 3, 2, 0.5].map((hours) => hours * HOUR_MS);
+    const keys: string[] = [];
+    for (const age of ages) keys.push(await storedIcon(age));
     const maintenance = maintenanceOn(database(), icons, { batchSize: 2, maxBatches: 2 });
     expect(await maintenance.pruneOnce()).to.deep.equal({ ran: true, icons: 4, stripeEvents: 0, events: 0 });
-    expect(readdirSync(dir)).to.have.length(3);
-    expect(await maintenance.pruneOnce()).to.deep.equal({ ran: true, icons: 3, stripeEvents: 0, events: 0 });
-    expect(readdirSync(dir)).to.deep.equal([]);
+    expect(await storedKeys()).to.deep.equal(keys.slice(4).sort());
+    expect(await maintenance.pruneOnce()).to.deep.equal({ ran: true, icons: 2, stripeEvents: 0, events: 0 });
+    expect(await storedKeys()).to.deep.equal([keys[6]]); // half an hour old: within the grace period
+    expect(await maintenanceOn(database(), icons, { iconGraceMs: 10 * 60_000 }).pruneOnce()).to.deep.equal({
+      ran: true,
+      icons: 1,
+      stripeEvents: 0,
+      events: 0,
+    });
   });
 
   it('removes stripe_events rows older than the retention in bounded batches, and keeps recent ones', async () => {
@@ -169,6 +192,12 @@ describe('maintenance', () => {
     async function storedEventIds(): Promise<string[]> {
       return (await sql<{ id: string }>('select id from events where project_id = ? order by id', [project.id])).map((row) => row.id);
     }
+
+    it('asks for the events table to be vacuumed once 1 % of it is dead (retention leaves a day of dead rows a day), and a run may delete a million', async () => {
+      const [table] = await sql<{ options: string[] | null }>(`select reloptions as options from pg_class where relname = 'events'`);
+      expect(table!.options).to.deep.equal(['autovacuum_vacuum_scale_factor=0.01']);
+      expect(MAINTENANCE_DEFAULTS.eventBatchSize * MAINTENANCE_DEFAULTS.eventMaxBatches).to.equal(1_000_000);
+    });
 
     it('deletes events stored before the retention, oldest first, at most eventBatchSize × eventMaxBatches a run; keeps recent ones', async () => {
       const old = await insertEvents(91 * DAY_MS, 5);
@@ -230,7 +259,7 @@ describe('maintenance', () => {
   });
 
   it('runs one prune at a time in an instance: of two concurrent calls, one skips', async () => {
-    iconFile(key(), 2 * HOUR_MS);
+    await storedIcon(2 * HOUR_MS);
     const maintenance = maintenanceOn(database(), icons);
     const reports = await Promise.all([maintenance.pruneOnce(), maintenance.pruneOnce()]);
     expect(reports).to.deep.equal([
@@ -246,7 +275,7 @@ describe('maintenance', () => {
     await blocker.connect();
     try {
       const [old] = await insertStripeEvents(31 * DAY_MS, 1);
-      const orphan = iconFile(key(), 2 * HOUR_MS);
+      const orphan = await storedIcon(2 * HOUR_MS);
       // Holding the old row keeps the first instance's run (and its lock) under way.
       await blocker.query('begin');
       await blocker.query('select id from stripe_events where id = $1 for update', [old]);
@@ -256,11 +285,11 @@ describe('maintenance', () => {
         const { rows } = await blocker.query(held, [0x5b1f]);
         return rows[0].n === 1;
       });
-      const otherIcons = new IconStore(path.join(root, 'other'), () => 'http://cdn.test');
+      const otherIcons = storeOn(extra.db);
       expect(await maintenanceOn(extra.db, otherIcons).pruneOnce()).to.deep.equal({ ran: false, icons: 0, stripeEvents: 0, events: 0 });
       await blocker.query('commit');
       expect(await first).to.deep.equal({ ran: true, icons: 1, stripeEvents: 1, events: 0 });
-      expect(existsSync(icons.file(orphan))).to.equal(false);
+      expect(await storedKeys()).to.not.include(orphan);
       // The lock went with the run: the other instance runs now.
       expect(await maintenanceOn(extra.db, otherIcons).pruneOnce()).to.deep.equal({ ran: true, icons: 0, stripeEvents: 0, events: 0 });
     } finally {
@@ -283,29 +312,63 @@ describe('maintenance', () => {
       },
     } as unknown as Database;
     const options = { ...MAINTENANCE_DEFAULTS, intervalMs: 10 };
-    const maintenance = new Maintenance(broken, icons, logger, loadConfig({}), options).start();
+    const maintenance = await new Maintenance(broken, icons, logger, { ...loadConfig({}), dataDir: root }, options).start();
     await waitFor('two failed runs', () => warnings.filter((msg) => msg === 'pruning failed').length >= 2);
     await maintenance.stop();
     expect(await maintenance.pruneOnce()).to.deep.equal({ ran: false, icons: 0, stripeEvents: 0, events: 0 });
   });
 
-  it('sweeps temporary icon files left by a killed process when the service starts, sparing fresh ones', async function () {
+  it('moves icon files left on disk into the store when the service starts, and again before each run', async function () {
     this.timeout(60_000);
     const dataDir = path.join(root, 'data');
     const iconDir = path.join(dataDir, 'icons');
     mkdirSync(iconDir, { recursive: true });
-    const kept = key();
-    const stale = `.${kept}.00000000-0000-4000-8000-000000000001.tmp`;
-    const fresh = `.${kept}.00000000-0000-4000-8000-000000000002.tmp`;
-    for (const name of [stale, fresh, `${kept}.png`]) writeFileSync(path.join(iconDir, name), name);
+    const first = png(3, 4, { color: [3, 4, 5] });
+    const later = png(4, 3, { color: [5, 4, 3] });
+    const stale = `.${sha256(first)}.00000000-0000-4000-8000-000000000001.tmp`;
+    const fresh = `.${sha256(first)}.00000000-0000-4000-8000-000000000002.tmp`;
+    writeFileSync(path.join(iconDir, `${sha256(first)}.png`), first);
+    writeFileSync(path.join(iconDir, `${sha256(later)}.png`), 'not what its name says');
+    for (const name of [stale, fresh]) writeFileSync(path.join(iconDir, name), name);
     const fiveMinutesAgo = new Date(Date.now() - 5 * 60_000);
-    for (const name of [stale, `${kept}.png`]) utimesSync(path.join(iconDir, name), fiveMinutesAgo, fiveMinutesAgo);
+    utimesSync(path.join(iconDir, stale), fiveMinutesAgo, fiveMinutesAgo);
 
+    const lines: { msg: string; [key: string]: unknown }[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
     const config = { ...loadConfig({ DATABASE_URL: clientUrl(database()) ?? '' }), port: 0, host: '127.0.0.1', dataDir };
-    const server = await startServer(config, silent);
+    const server = await startServer(config, logger);
     try {
-      await waitFor('the sweep', () => !existsSync(path.join(iconDir, stale)));
-      expect(readdirSync(iconDir).sort()).to.deep.equal([fresh, `${kept}.png`].sort());
+      // Moved before the service listened.
+      expect(readdirSync(iconDir).sort()).to.deep.equal([fresh, `${sha256(later)}.png`].sort());
+      const served = await fetch(`${server.url}/cdn/icons/${sha256(first)}.png`);
+      expect(served.status).to.equal(200);
+      expect(Buffer.from(await served.arrayBuffer()).equals(first)).to.equal(true);
+      expect(lines.find((line) => line.msg === 'icons moved from disk into the icon store')).to.deep.include({
+        moved: 1,
+        removed: 1,
+        dir: iconDir,
+      });
+      expect(
+        lines.filter((line) => line.msg === 'file left in the icon folder').map(({ file, reason }) => ({ file, reason })),
+      ).to.deep.equal([{ file: `${sha256(later)}.png`, reason: 'its name is not the SHA-256 of its content' }]);
+
+      // A file that appears later (an instance of the earlier release still writing to a shared
+      // folder) moves at the next run; a file left in place is reported once.
+      writeFileSync(path.join(iconDir, `${sha256(later)}.png`), later);
+      writeFileSync(path.join(iconDir, 'notes.txt'), 'not an icon');
+      lines.length = 0;
+      const maintenance = new Maintenance(server.db, storeOn(server.db), logger, config, MAINTENANCE_DEFAULTS);
+      await maintenance.moveDiskIcons();
+      await maintenance.moveDiskIcons();
+      expect(readdirSync(iconDir).sort()).to.deep.equal([fresh, 'notes.txt'].sort());
+      const moved = await fetch(`${server.url}/cdn/icons/${sha256(later)}.png`);
+      expect(moved.status).to.equal(200);
+      expect(Buffer.from(await moved.arrayBuffer()).equals(later)).to.equal(true);
+      const about = lines.filter((line) => line.msg !== 'request');
+      expect(about.map(({ msg, moved: n, file, reason }) => ({ msg, moved: n, file, reason }))).to.deep.equal([
+        { msg: 'icons moved from disk into the icon store', moved: 1, file: undefined, reason: undefined },
+        { msg: 'file left in the icon folder', moved: undefined, file: 'notes.txt', reason: 'not an icon file' },
+      ]);
     } finally {
       await server.close();
     }

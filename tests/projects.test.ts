@@ -400,7 +400,7 @@ describe('projects', () => {
       await expectServed(project.icon, bytes);
     });
 
-    it('shares one file between projects with the same icon', async () => {
+    it('shares one stored icon between projects with the same icon', async () => {
       const bytes = uniquePng();
       const a = await createProject(owner.token, { icon: bytes.toString('base64') });
       const b = await createProject(owner.token, { icon: DATA_URL + bytes.toString('base64') });
@@ -441,7 +441,7 @@ describe('projects', () => {
       ['a PNG over 1024 pixels high', () => uniquePng(10, 1025)],
     ];
     for (const [what, make] of refused) {
-      it(`refuses ${what} with 400 at /body/icon: no project, no file (create), nothing changed (update)`, async () => {
+      it(`refuses ${what} with 400 at /body/icon: no project, no icon stored (create), nothing changed (update)`, async () => {
         const bytes = make();
         const namespace = namespaceName();
         for (const icon of [bytes.toString('base64'), DATA_URL + bytes.toString('base64')]) {
@@ -459,7 +459,7 @@ describe('projects', () => {
       });
     }
 
-    it('stores no file for a project refused with 409 namespace_taken, on create and on update', async () => {
+    it('stores no icon for a project refused with 409 namespace_taken, on create and on update', async () => {
       const taken = await createProject(owner.token);
       const onCreate = uniquePng();
       expectError(
@@ -482,6 +482,8 @@ describe('projects', () => {
       );
       expect((await fetchIcon(iconUrl(sha256(storedIcon(onUpdate))))).status).to.equal(404);
       expect(await projectRow(mine.namespace)).to.include({ id: mine.id, icon: null });
+      const recorded = 'select count(*)::int from icons where sha256 in (?, ?)';
+      expect(await count(recorded, [sha256(storedIcon(onCreate)), sha256(storedIcon(onUpdate))])).to.equal(0);
     });
 
     it('answers 404 for an icon nobody uploaded', async () => {

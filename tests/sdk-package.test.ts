@@ -4,7 +4,7 @@
  * the live server.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -70,9 +70,11 @@ describe('the SDK package', function () {
 
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('installs alone (only its own dependencies), type-checks a consumer, and runs it against the server', async () => {
+  it('installs alone (only its own dependencies, with the licence), type-checks a consumer, and runs it against the server', async () => {
     const installed = readdirSync(path.join(dir, 'node_modules')).sort();
     expect(installed).to.include.members(['@signalboard', 'openapi-fetch']);
+    const license = (where: string) => readFileSync(path.join(where, 'LICENSE'), 'utf8');
+    expect(license(path.join(dir, 'node_modules/@signalboard/sdk')), 'the package carries the licence').to.equal(license(root));
     writeFileSync(path.join(dir, 'consumer.ts'), GOOD);
     await run(process.execPath, [tsc, '-p', '.'], { cwd: dir });
     const user = await signUp();

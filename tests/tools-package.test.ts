@@ -85,7 +85,7 @@ describe('the tools package (npx @signalboard/tools)', function () {
 
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('installs alone: the package (dist, README, its own copy of the contract) and its dependencies, nothing of the server', () => {
+  it('installs alone: the package (dist, README, LICENSE, its own copy of the contract) and its dependencies, nothing of the server', () => {
     const modules = path.join(dir, 'node_modules');
     const installed = installedPackages(modules);
     const closure = dependencyClosure(modules);
@@ -110,9 +110,12 @@ describe('the tools package (npx @signalboard/tools)', function () {
 
     const files = filesUnder(path.join(modules, '@signalboard/tools'));
     expect(
-      files.filter((f) => !/^(package\.json|README\.md|dist\/.+\.js|dist\/openapi\.json)$/.test(f)),
-      'files outside dist/*.js, the contract, README and package.json',
+      files.filter((f) => !/^(package\.json|README\.md|LICENSE|dist\/.+\.js|dist\/openapi\.json)$/.test(f)),
+      'files outside dist/*.js, the contract, README, LICENSE and package.json',
     ).to.deep.equal([]);
+    expect(readFileSync(path.join(modules, '@signalboard/tools/LICENSE'), 'utf8')).to.equal(
+      readFileSync(path.join(root, 'LICENSE'), 'utf8'),
+    );
     expect(files).to.include.members(['dist/cli.js', 'dist/conformance/index.js', 'dist/openapi.json', 'README.md']);
     const code = files.filter((f) => f.endsWith('.js')).map((f) => readFileSync(path.join(modules, '@signalboard/tools', f), 'utf8'));
     expect(

@@ -1,5 +1,5 @@
 /** The Koa app: middleware in order, nothing else. */
-import Koa from 'koa';
+import Koa, { type Context, type Middleware, type Next } from 'koa';
 import { handlers } from './handlers/index.js';
 import { cdn } from './http/cdn.js';
 import { dispatch, type Pipeline } from './http/dispatch.js';
@@ -22,9 +22,25 @@ export function createApp(services: Services, pipeline: Pipeline, metrics?: Metr
   app.use(securityHeaders());
   app.use(envelope());
   if (metrics) app.use(metrics.endpoint(services.config.metrics.token));
-  app.use(cors(services.config.corsOrigins));
-  app.use(cdn(services.icons));
-  app.use(docs());
-  app.use(dispatch(pipeline, handlers, services));
+  const allowOrigins = cors(services.config.corsOrigins);
+  if (allowOrigins) app.use(allowOrigins);
+  app.use(routes(cdn(services.icons), docs(), dispatch(pipeline, handlers, services)));
   return app;
+}
+
+type Mount = (ctx: Context, next: Next) => Promise<unknown>;
+
+/**
+ * The icon CDN, the API reference, then the contract, as three middleware in that order would be,
+ * without passing every request through the first two: the CDN answers only under `/cdn/` and the
+ * reference only at `/` and under `/docs` (handing anything else on), so other paths go straight
+ * to the contract.
+ */
+function routes(icons: Mount, reference: Mount, api: Mount): Middleware {
+  return (ctx, next) => {
+    const path = ctx.path;
+    if (path.startsWith('/cdn/')) return icons(ctx, () => api(ctx, next));
+    if (path === '/' || path.startsWith('/docs')) return reference(ctx, () => api(ctx, next));
+    return api(ctx, next);
+  };
 }

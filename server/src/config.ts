@@ -9,6 +9,8 @@ export interface Config {
   dataDir: string;
   /** Public address icons are served from; when absent, the service's own `/cdn`. */
   cdnUrl: string | undefined;
+  /** Where icons are kept (`ICON_STORE`): the database, or an S3-compatible bucket. */
+  icons: { store: 'database' } | { store: 's3'; s3: S3Settings };
   logLevel: string;
   /** `pretty` for a terminal, `json` (the default) for log collectors. */
   logFormat: 'json' | 'pretty';
@@ -59,6 +61,20 @@ export interface Config {
     priceTiers: Map<string, number>;
     apiUrl: string;
   };
+}
+
+/** The bucket icons are kept in with `ICON_STORE=s3`. */
+export interface S3Settings {
+  bucket: string;
+  /** An S3-compatible service's address; unset: AWS's own for `region`. */
+  endpoint: string | undefined;
+  region: string;
+  /** Both keys or neither: unset, the AWS SDK finds credentials itself (AWS_* variables, a role). Never logged. */
+  credentials: { accessKeyId: string; secretAccessKey: string } | undefined;
+  /** `<endpoint>/<bucket>/<key>` rather than `<bucket>.<endpoint>/<key>` (most self-hosted services want this). */
+  forcePathStyle: boolean;
+  /** The bound on each call to the bucket, retries included. */
+  timeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -136,6 +152,55 @@ function url(env: NodeJS.ProcessEnv, name: string): string | undefined {
   return raw.replace(/\/+$/, '');
 }
 
+const S3_VARIABLES = [
+  'S3_BUCKET',
+  'S3_ENDPOINT',
+  'S3_REGION',
+  'S3_ACCESS_KEY_ID',
+  'S3_SECRET_ACCESS_KEY',
+  'S3_FORCE_PATH_STYLE',
+  'S3_TIMEOUT_MS',
+] as const;
+
+/**
+ * `ICON_STORE` and, for `s3`, its bucket. Messages name variables and never show a key's value.
+ * S3 settings without `ICON_STORE=s3` are refused: icons would silently go to the database.
+ */
+function iconStore(env: NodeJS.ProcessEnv): Config['icons'] {
+  const store = env.ICON_STORE || 'database';
+  const s3Set = S3_VARIABLES.filter((name) => env[name]);
+  if (store === 'database') {
+    if (s3Set.length > 0) throw new ConfigError(`${s3Set.join(', ')} set, but ICON_STORE is not s3: set ICON_STORE=s3, or unset them`);
+    return { store };
+  }
+  if (store !== 's3') throw new ConfigError(`ICON_STORE must be database or s3, got "${store}"`);
+  const bucket = env.S3_BUCKET;
+  if (!bucket) throw new ConfigError('ICON_STORE=s3 needs S3_BUCKET, the bucket to keep icons in');
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/.test(bucket)) {
+    throw new ConfigError(`S3_BUCKET must be a bucket name (letters, digits, ".", "-", "_"), got "${bucket}"`);
+  }
+  const accessKeyId = env.S3_ACCESS_KEY_ID || undefined;
+  const secretAccessKey = env.S3_SECRET_ACCESS_KEY || undefined;
+  if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
+    throw new ConfigError("S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY go together: set both, or neither for the AWS SDK's own credentials");
+  }
+  const endpoint = url(env, 'S3_ENDPOINT');
+  if (endpoint !== undefined && !/^https?:$/.test(new URL(endpoint).protocol)) {
+    throw new ConfigError('S3_ENDPOINT must be an http or https URL');
+  }
+  return {
+    store,
+    s3: {
+      bucket,
+      endpoint,
+      region: env.S3_REGION || 'us-east-1',
+      credentials: accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : undefined,
+      forcePathStyle: boolean(env, 'S3_FORCE_PATH_STYLE'),
+      timeoutMs: integer(env, 'S3_TIMEOUT_MS', 5_000, 100, 600_000),
+    },
+  };
+}
+
 function httpSettings(env: NodeJS.ProcessEnv): Config['http'] {
   const http = {
     maxConnections: integer(env, 'HTTP_MAX_CONNECTIONS', 1_000, 1, 1_000_000),
@@ -159,6 +224,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: url(env, 'DATABASE_URL'),
     dataDir: path.resolve(env.DATA_DIR || './data'),
     cdnUrl: url(env, 'CDN_URL'),
+    icons: iconStore(env),
     logLevel: env.LOG_LEVEL || 'info',
     logFormat: logFormat(env.LOG_FORMAT),
     bcryptRounds: integer(env, 'BCRYPT_ROUNDS', 10, 4, 15),

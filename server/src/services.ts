@@ -1,9 +1,10 @@
-import path from 'node:path';
 import type { Logger } from 'pino';
 import { createBilling } from './billing/index.js';
 import type { Config } from './config.js';
 import type { Database } from './db/orm.js';
 import { Accounts } from './domain/accounts.js';
+import { EventPublisher } from './domain/events.js';
+import { DatabaseIconRows } from './domain/icons.js';
 import { notifyThrough } from './domain/notifications.js';
 import { viewersStillAllowed } from './domain/stream-access.js';
 import type { SubscriptionCanceller } from './domain/projects.js';
@@ -12,6 +13,7 @@ import { LocalBus, PostgresBus, type BusMessage, type EventBus } from './live/bu
 import { LiveStreams } from './live/streams.js';
 import { Maintenance } from './maintenance/prune.js';
 import { IconStore } from './storage/icons.js';
+import { S3Bucket } from './storage/s3.js';
 
 /**
  * What handlers may reach beyond their request: built once per server by createServices. The
@@ -22,6 +24,7 @@ export interface Services {
   config: Config;
   logger: Logger;
   accounts: Accounts;
+  events: EventPublisher;
   icons: IconStore;
   billing: SubscriptionCanceller;
   live: LiveStreams;
@@ -54,7 +57,10 @@ export async function createServices(config: Config, logger: Logger, db: Databas
     config,
     logger,
     accounts: new Accounts(config.bcryptRounds),
-    icons: new IconStore(path.join(config.dataDir, 'icons'), () => config.cdnUrl ?? `${publicUrl()}/cdn`),
+    events: new EventPublisher(),
+    icons: new IconStore(new DatabaseIconRows(() => db.orm.em.fork()), () => config.cdnUrl ?? `${publicUrl()}/cdn`, {
+      bucket: config.icons.store === 's3' ? await S3Bucket.open(config.icons.s3, logger) : undefined,
+    }),
     billing: await createBilling(config.stripe, logger),
     live,
     databaseFailure: () => db.failed(),
@@ -65,7 +71,8 @@ export async function createServices(config: Config, logger: Logger, db: Databas
     },
   };
   const rateLimits = RateLimits.create(config, db);
-  const maintenance = new Maintenance(db, services.icons, logger, config).start();
+  // Before the service listens: icons an earlier release kept on disk are served from the first request.
+  const maintenance = await new Maintenance(db, services.icons, logger, config).start();
   return {
     services,
     rateLimits,

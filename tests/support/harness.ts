@@ -41,18 +41,21 @@ export async function freshPostgresDatabase(adminUrl: string, prefix = 'sb_test'
  */
 const UNLIMITED = { AUTH_RATE_LIMIT: '0', API_RATE_LIMIT: '0' };
 
+/** A server a test started, and its data folder. */
+export type TestServer = RunningServer & { dataDir: string };
+
 /**
- * startServer with `env` as its environment, on 127.0.0.1 and a free port, in a new temporary data
- * folder; closing it also removes the folder and then runs `afterClose` (which also runs when the
- * start fails).
+ * startServer with `env` as its environment, on 127.0.0.1 and a free port, in `dataDir` (by default
+ * a new temporary folder); closing it also removes the folder and then runs `afterClose` (which also
+ * runs when the start fails).
  */
 export async function startServerIn(
   prefix: string,
   env: NodeJS.ProcessEnv,
   logger: Logger,
   afterClose = async () => {},
-): Promise<RunningServer> {
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), `${prefix}-`));
+  dataDir = mkdtempSync(path.join(os.tmpdir(), `${prefix}-`)),
+): Promise<TestServer> {
   const removeAll = async () => {
     rmSync(dataDir, { recursive: true, force: true });
     await afterClose();
@@ -66,6 +69,7 @@ export async function startServerIn(
   }
   return {
     ...started,
+    dataDir,
     close: async () => {
       await started.close();
       await removeAll();
@@ -151,11 +155,12 @@ export function client(token?: string): SignalboardClient {
 /**
  * Another server beside the run's own, with `env` laid over the environment (Stripe settings, rate
  * limits: off unless `env` sets them). With DATABASE_URL it uses the run's PostgreSQL database; embedded, it gets a fresh
- * data folder of its own, since a PGlite folder has one owner. It logs to the run's log file, which
- * the end-of-run secret check reads. The caller closes it; closing also removes its data folder.
+ * data folder of its own, since a PGlite folder has one owner (`dataDir`, when given, is that folder). It logs to the
+ * run's log file, which the end-of-run secret check reads. The caller closes it; closing also removes its data folder.
  */
-export function startExtraServer(env: Record<string, string> = {}): Promise<RunningServer> {
+export function startExtraServer(env: Record<string, string> = {}, dataDir?: string): Promise<TestServer> {
   const main = database();
   const databaseUrl = main.kind === 'postgresql' ? main.orm.config.get('clientUrl') : undefined;
-  return startServerIn('signalboard-test-extra', { ...process.env, ...UNLIMITED, ...env, DATABASE_URL: databaseUrl ?? '' }, runLogger());
+  const environment = { ...process.env, ...UNLIMITED, ...env, DATABASE_URL: databaseUrl ?? '' };
+  return startServerIn('signalboard-test-extra', environment, runLogger(), undefined, dataDir);
 }

@@ -1,15 +1,16 @@
 /** Events: published by the user's own code to a feed, read back newest first. */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { v7 } from 'uuid';
-import { Event, Feed, type Project, type TagValue } from '../db/entities.js';
-import { eventsPage, insertEvents, latestEventId, takePublishLock } from '../db/queries/events.js';
-import { InvalidRequest } from '../errors.js';
+import { Feed, type Project, type TagValue } from '../db/entities.js';
+import { eventsAfter, eventsPage, insertEvents, latestEventId, publicationTargets, type EventRow } from '../db/queries/events.js';
+import { InvalidRequest, NotFound } from '../errors.js';
 import { feedNotFound } from './feeds.js';
+import { GroupCommit, type Outcome } from './group-commit.js';
 import { decodeCursor, type PageRequest } from './pagination.js';
 import { lockProject, transaction } from './transaction.js';
 
-/** Where a new live stream of the project starts. */
-export { latestEventId };
+/** Where a new live stream of the project starts, and what it reads next. */
+export { eventsAfter, latestEventId, type EventRow };
 
 const MAX_TAGS = 20;
 const TAG_KEY = /^[a-z0-9-]{1,32}$/;
@@ -49,59 +50,102 @@ export interface BatchEventInput extends EventInput {
   feed: string;
 }
 
-/** Stores an event in its feed: `publishEvents` with a batch of one. */
-export async function publishEvent(em: EntityManager, project: Project, feedName: string, input: EventInput): Promise<Event> {
-  checkTags(input.tags ?? {});
-  const [event] = await storeInOrder(em, project, [{ ...input, feed: feedName }]);
-  return event!;
+/** One request's events, stored together with the other requests of its project's group. */
+interface Publication {
+  em: EntityManager;
+  projectId: string;
+  inputs: BatchEventInput[];
+}
+
+/** A group's events in one insert: a bound on the statement, and on what one transaction holds. */
+const MAX_GROUP_EVENTS = 2_000;
+
+/**
+ * Publishes events. One per server: the publications of a project that this server receives are
+ * stored in groups (group-commit.ts), one transaction and one insert for all the requests that
+ * arrived while the previous group was being stored; servers sharing a database take turns.
+ */
+export class EventPublisher {
+  private readonly groups = new GroupCommit<Publication, EventRow[]>(
+    storeGroup,
+    (publication) => publication.inputs.length,
+    MAX_GROUP_EVENTS,
+  );
+
+  /** Stores an event in its feed: `publishMany` with a batch of one. */
+  async publish(em: EntityManager, project: Project, feedName: string, input: EventInput): Promise<EventRow> {
+    checkTags(input.tags ?? {});
+    const [event] = await this.store(em, project, [{ ...input, feed: feedName }]);
+    return event!;
+  }
+
+  /**
+   * Stores a batch of events, all or nothing, in one statement. Checks every event before anything
+   * is stored: a bad tag is 400 pointing into its event (`/body/events/N/tags…`), a feed the project
+   * does not have 404. Returns the events in the order sent.
+   */
+  async publishMany(em: EntityManager, project: Project, inputs: BatchEventInput[]): Promise<EventRow[]> {
+    inputs.forEach((input, i) => checkTags(input.tags ?? {}, `/body/events/${i}/tags`));
+    return this.store(em, project, inputs);
+  }
+
+  /**
+   * Stores a request's events with its project's next group; resolves to them in the order given,
+   * their ids each above the one before and the first above the project's latest. 404 when a feed
+   * is not the project's (nothing of the request stored).
+   */
+  private store(em: EntityManager, project: Project, inputs: BatchEventInput[]): Promise<EventRow[]> {
+    return this.groups.submit(project.id, { em, projectId: project.id, inputs });
+  }
 }
 
 /**
- * Stores a batch of events, all or nothing, in one statement. Checks every event before anything is
- * stored: a bad tag is 400 pointing into its event (`/body/events/N/tags…`), a feed the project does
- * not have 404. Returns the events in the order sent.
+ * Stores a group of one project's publications in one transaction, all their events in one insert,
+ * ids in the group's order. A project's event ids are handed out in commit order, on every
+ * instance: they are chosen under the project's row lock (FOR NO KEY UPDATE, which publishers take
+ * one at a time) held until commit. Readers that ask for "the events after id X" (the live stream,
+ * Last-Event-ID resumption) therefore never miss an event that was still committing when they read,
+ * nor see one twice. A publication naming a feed the project does not have is refused on its own;
+ * a deleted project refuses them all.
  */
-export async function publishEvents(em: EntityManager, project: Project, inputs: BatchEventInput[]): Promise<Event[]> {
-  inputs.forEach((input, i) => checkTags(input.tags ?? {}, `/body/events/${i}/tags`));
-  return storeInOrder(em, project, inputs);
-}
-
-/**
- * Stores events in one transaction, their ids in the order given, each above the one before and
- * the first above the project's latest. A project's event ids are handed out in commit order, on
- * every instance: they are chosen under a per-project lock held until commit. Readers that ask for
- * "the events after id X" (the live stream, Last-Event-ID resumption) therefore never miss an event
- * that was still committing when they read, nor see one twice. 404 when a feed is not the project's.
- */
-async function storeInOrder(em: EntityManager, project: Project, inputs: BatchEventInput[]): Promise<Event[]> {
-  const names = [...new Set(inputs.map((input) => input.feed))];
+async function storeGroup(publications: Publication[]): Promise<Outcome<EventRow[]>[]> {
+  const { em, projectId } = publications[0]!;
+  const names = [...new Set(publications.flatMap((publication) => publication.inputs.map((input) => input.feed)))];
   return transaction(em, async (tx) => {
-    // The project row first, as every writer of a project takes it (transaction.ts), FOR NO KEY UPDATE:
-    // publishers of a project wait here one at a time, in turn with a delete of the project. Under
-    // KEY SHARE they would queue for the id order below while holding the row, a queue that keeps the
-    // row share-locked without a gap for as long as events arrive, and a delete would wait it out.
-    await lockProject(tx, project.id, 'no key update');
+    try {
+      // The project row first, as every writer of a project takes it (transaction.ts). Under KEY
+      // SHARE publishers would queue for the id order while holding the row, keeping it share-locked
+      // without a gap for as long as events arrive, and a delete would wait that out.
+      await lockProject(tx, projectId, 'no key update');
+    } catch (error) {
+      if (error instanceof NotFound) return publications.map(() => ({ ok: false, error }));
+      throw error;
+    }
     // Under the project lock: a feed being deleted now is either found with its delete still to come
     // (which then waits for this commit and takes these events with it) or not found at all.
-    const feeds = new Map((await tx.find(Feed, { project, name: { $in: names } })).map((feed) => [feed.name, feed]));
-    if (names.some((name) => !feeds.has(name))) throw feedNotFound();
-    await takePublishLock(tx, project.id);
-    let last = await latestEventId(tx, project.id);
+    const targets = await publicationTargets(tx, projectId, names);
+    const feeds = targets.feeds;
+    let last = targets.latest;
     const now = new Date();
-    const rows = inputs.map((input) => {
-      last = idAfter(last);
-      return {
-        id: last,
-        feedId: feeds.get(input.feed)!.id,
+    const outcomes = publications.map((publication): Outcome<EventRow[]> => {
+      if (!publication.inputs.every((input) => feeds.has(input.feed))) return { ok: false, error: feedNotFound() };
+      const events = publication.inputs.map((input) => ({
+        id: (last = idAfter(last)),
+        feed: input.feed,
         event: input.event,
         description: input.description ?? null,
         emoji: input.emoji ?? null,
         tags: input.tags ?? {},
         timestamp: input.timestamp ? new Date(input.timestamp) : now,
-      };
+        createdAt: now,
+      }));
+      return { ok: true, value: events };
     });
-    const events = await insertEvents(tx, project.id, now, rows);
-    return events.sort((a, b) => (a.id < b.id ? -1 : 1));
+    const rows = outcomes
+      .flatMap((outcome) => (outcome.ok ? outcome.value : []))
+      .map((event) => ({ ...event, feedId: feeds.get(event.feed)! }));
+    if (rows.length > 0) await insertEvents(tx, projectId, now, rows);
+    return outcomes;
   });
 }
 
@@ -125,7 +169,7 @@ function tagCandidates(tag: string): Record<string, TagValue>[] {
 }
 
 /** A page of events, newest first; each filter is served by its own index ending in the id. */
-export async function listEvents(em: EntityManager, project: Project, filter: EventFilter, page: PageRequest): Promise<Event[]> {
+export async function listEvents(em: EntityManager, project: Project, filter: EventFilter, page: PageRequest): Promise<EventRow[]> {
   const below = decodeCursor(page.cursor);
   const tagsContainingAny = filter.tag === undefined ? [] : tagCandidates(filter.tag);
   let feedId: string | undefined;
@@ -135,12 +179,5 @@ export async function listEvents(em: EntityManager, project: Project, filter: Ev
     if (!feed) return [];
     feedId = feed.id;
   }
-  const events = await eventsPage(em, { projectId: project.id, feedId, below, tagsContainingAny, limit: page.limit + 1 });
-  await em.populate(events, ['feed']);
-  return events;
-}
-
-/** At most `limit` of the project's events after `cursor`, oldest first, each with its feed: a live stream's next batch. */
-export function eventsAfter(em: EntityManager, projectId: string, cursor: string, limit: number): Promise<Event[]> {
-  return em.find(Event, { project: projectId, id: { $gt: cursor } }, { orderBy: { id: 'asc' }, limit, populate: ['feed'] });
+  return eventsPage(em, { projectId: project.id, feedId, below, tagsContainingAny, limit: page.limit + 1 });
 }

@@ -72,8 +72,8 @@ export async function createProject(
       tx.create(Feed, { project, name: 'general', description: null, emoji: null, type: 0 });
       recordActivity(tx, project, owner, 'project.created', { namespace: project.namespace, name });
       await tx.flush();
-      // After the flush (which refuses a taken namespace), before the commit: a refused project leaves no file.
-      if (icon) await icons.save(icon);
+      // After the flush (which refuses a taken namespace), before the commit: a refused project stores no icon.
+      if (icon) await icons.save(tx, icon);
       return loadProject(tx, project.id);
     });
   return conflictOn(create, NAMESPACE_TAKEN);
@@ -151,7 +151,7 @@ export async function updateProject(
       }
       if (Object.keys(changed).length > 0) recordActivity(tx, current, actor, 'project.updated', { changes: changed });
       await tx.flush();
-      if (icon) await icons.save(icon);
+      if (icon) await icons.save(tx, icon);
       return loadProject(tx, project.id);
     });
   return conflictOn(update, NAMESPACE_TAKEN);

@@ -1,12 +1,12 @@
 /**
  * What the service stops keeping: recorded Stripe event ids and events past their retention,
- * deleted in bounded batches, and icon files nothing refers to (a project's or a user's icon keeps
- * its file). The background maintenance (maintenance/prune.ts) runs these, one instance at a time
- * under the pruning lock.
+ * deleted in bounded batches (icons nothing refers to go the same way, domain/icons.ts). The
+ * background maintenance (maintenance/prune.ts) runs these, one instance at a time under the
+ * pruning lock.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { deleteEventsWithIdBelow, deleteStripeEventsBefore, referencedIcons } from '../db/queries/retention.js';
+import { deleteEventsWithIdBelow, deleteStripeEventsBefore } from '../db/queries/retention.js';
 
 export { tryPruneLock } from '../db/queries/retention.js';
 
@@ -21,7 +21,7 @@ export interface Batches {
 }
 
 /** Runs `deleteBatch` until a batch deletes fewer than `batchSize` rows, `maxBatches` ran, or `stopping()`; how many it deleted. */
-async function inBatches(deleteBatch: (limit: number) => Promise<number>, batches: Batches): Promise<number> {
+export async function inBatches(deleteBatch: (limit: number) => Promise<number>, batches: Batches): Promise<number> {
   let removed = 0;
   for (let batch = 0; batch < batches.maxBatches; batch++) {
     if (batch > 0 && batches.pauseMs) await sleep(batches.pauseMs);
@@ -62,9 +62,4 @@ export function firstUuidV7At(time: Date): string {
 export function deleteEventsStoredBefore(em: EntityManager, cutoff: Date, batches: Batches): Promise<number> {
   const idBelow = firstUuidV7At(cutoff);
   return inBatches((limit) => deleteEventsWithIdBelow(em, idBelow, limit), batches);
-}
-
-/** The icon keys among `keys` that a project's or a user's icon refers to. */
-export function iconsInUse(em: EntityManager, keys: string[]): Promise<Set<string>> {
-  return referencedIcons(em, keys);
 }

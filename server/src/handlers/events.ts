@@ -1,12 +1,12 @@
 import type { Handler } from '../http/handler-types.js';
 import { projectAccess } from '../domain/access.js';
-import { listEvents as list, publishEvent as publish, publishEvents as publishBatch } from '../domain/events.js';
+import { listEvents as list } from '../domain/events.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
 import { presentEvent } from '../presenters/project.js';
 
 export const publishEvent: Handler<'publishEvent'> = async ({ params, body, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'event.publish');
-  const event = await publish(em, project, params.feed, body);
+  const event = await services.events.publish(em, project, params.feed, body);
   services.announce({ kind: 'event', projectId: project.id, eventId: event.id });
   return { status: 201, data: presentEvent(event) };
 };
@@ -14,7 +14,7 @@ export const publishEvent: Handler<'publishEvent'> = async ({ params, body, call
 /** A batch is announced once, by its last event: a stream sends everything after its cursor, in id order. */
 export const publishEvents: Handler<'publishEvents'> = async ({ params, body, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'event.publish');
-  const events = await publishBatch(em, project, body.events);
+  const events = await services.events.publishMany(em, project, body.events);
   services.announce({ kind: 'event', projectId: project.id, eventId: events[events.length - 1]!.id });
   return { status: 201, data: { items: events.map(presentEvent) } };
 };

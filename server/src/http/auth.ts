@@ -13,12 +13,17 @@ import { resolveAuthorization, type Caller } from '../domain/credentials.js';
 import type { ContractOperation } from './contract.js';
 
 /**
- * The caller of an operation that needs one, if its credential resolves; undefined otherwise, and
- * always for a public operation (which looks at the header itself, if at all). Never throws for a
- * bad credential: `authorize` does, once the request has been counted.
+ * The caller of an operation that needs one, if its credential resolves (to a promise of undefined
+ * otherwise); undefined at once for a public operation, which looks at the header itself, if at
+ * all, and for which `em` is never called. Never rejects for a bad credential: `authorize` throws,
+ * once the request has been counted.
  */
-export async function identify(em: EntityManager, op: ContractOperation, header: string | undefined): Promise<Caller | undefined> {
-  return op.isPublic ? undefined : resolveAuthorization(em, header);
+export function identify(
+  op: ContractOperation,
+  header: string | undefined,
+  em: () => EntityManager,
+): Promise<Caller | undefined> | undefined {
+  return op.isPublic ? undefined : resolveAuthorization(em(), header);
 }
 
 /** 401 when the operation needs a caller and has none, 403 when it needs a session and has an API token. */

@@ -7,6 +7,11 @@
  * unknown path is a 404 in the envelope. The credential is checked before the body is read, so
  * that an anonymous caller cannot make the server read a large body; an `x-raw-body` operation's
  * body is read by its handler, if at all.
+ *
+ * Every request pays for what this does, so it does only what the request needs: the entity
+ * manager is forked when something first uses it (a route that never reaches the database never
+ * forks one), and a step with nothing to wait for is not awaited (each `await` costs promises,
+ * which the async-context hooks MikroORM's transactions install make dearer for the whole process).
  */
 import type { Context, Middleware } from 'koa';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
@@ -23,7 +28,7 @@ import { clientAddress, type RateLimits } from './rate-limit.js';
 /** What the pipeline itself works with, which no handler reaches. */
 export interface Pipeline {
   contract: Contract;
-  /** Each request gets its own fork of this ORM's EntityManager. */
+  /** Each request that uses the database gets its own fork of this ORM's EntityManager. */
   orm: MikroORM;
   rateLimits: RateLimits;
 }
@@ -53,10 +58,13 @@ export function dispatch({ contract, orm, rateLimits }: Pipeline, handlers: Hand
     ctx.state.operationId = operationId;
     // handlers/index.ts has a handler for every operation of the generated contract the service loads.
     if (!hasHandler(handlers, operationId)) throw new Internal();
-    const em = orm.em.fork();
+    let forked: EntityManager | undefined;
+    const em = () => (forked ??= orm.em.fork());
     const authorization = ctx.get('Authorization') || undefined;
-    const resolved = await identify(em, op, authorization);
-    await rateLimits.consume(operationId, ctx, resolved);
+    const identifying = identify(op, authorization, em);
+    const resolved = identifying && (await identifying);
+    const counting = rateLimits.consume(operationId, ctx, resolved);
+    if (counting) await counting;
     const caller = authorize(op, resolved);
     const body = op.hasBody && !op.rawBody ? await readJsonBody(ctx) : undefined;
 
@@ -77,9 +85,9 @@ export function dispatch({ contract, orm, rateLimits }: Pipeline, handlers: Hand
 }
 
 /**
- * What a handler receives: its operation's `HandlerContext`, field by field. `caller` is a getter on
- * this prototype, not in a literal built per request, which V8 would keep reachable with the whole
- * request (see `ResolvedCaller` in domain/credentials.ts).
+ * What a handler receives: its operation's `HandlerContext`, field by field. `caller`, `em` and
+ * `device` are getters on this prototype, not in a literal built per request, which V8 would keep
+ * reachable with the whole request (see `ResolvedCaller` in domain/credentials.ts).
  */
 class HandlerInput<K extends OperationId> implements HandlerContext<K> {
   readonly params: HandlerContext<K>['params'];
@@ -89,17 +97,18 @@ class HandlerInput<K extends OperationId> implements HandlerContext<K> {
   readonly readRawBody: HandlerContext<K>['readRawBody'];
   readonly validateBody: HandlerContext<K>['validateBody'];
   readonly authorization: string | undefined;
-  readonly device: Device;
-  readonly em: EntityManager;
   readonly services: Services;
   readonly #caller: Caller | undefined;
+  readonly #em: () => EntityManager;
+  readonly #ctx: Context;
+  #device: Device | undefined;
 
   constructor(
     parts: CheckedParts<K>,
     ctx: Context,
     op: ContractOperation,
     contract: Contract,
-    request: { authorization: string | undefined; caller: Caller | undefined; em: EntityManager; services: Services },
+    request: { authorization: string | undefined; caller: Caller | undefined; em: () => EntityManager; services: Services },
   ) {
     this.params = parts.params;
     this.headers = parts.headers;
@@ -108,10 +117,23 @@ class HandlerInput<K extends OperationId> implements HandlerContext<K> {
     this.readRawBody = op.rawBody ? (limitBytes: number) => readRawBody(ctx, limitBytes) : notRawBody;
     this.validateBody = op.rawBody ? (value: unknown) => contract.validateBody(op, value) : notRawBody;
     this.authorization = request.authorization;
-    this.device = { userAgent: ctx.get('User-Agent') || undefined, ip: clientAddress(ctx) || undefined };
-    this.em = request.em;
     this.services = request.services;
     this.#caller = request.caller;
+    this.#em = request.em;
+    this.#ctx = ctx;
+    // Node keeps a socket's peer address once it has been read: `device`, read later, gets the same
+    // address even if the client has gone by then.
+    void ctx.socket.remoteAddress;
+  }
+
+  /** The caller's user agent and address, worked out when a handler first asks (only sign-up and login do). */
+  get device(): Device {
+    return (this.#device ??= { userAgent: this.#ctx.get('User-Agent') || undefined, ip: clientAddress(this.#ctx) || undefined });
+  }
+
+  /** The request's entity manager, forked on first use. */
+  get em(): EntityManager {
+    return this.#em();
   }
 
   /** Reading it on a public operation is a programming error (the types say so too). */

@@ -1,5 +1,6 @@
 /**
- * The API reference page at `/docs`: Redoc rendering `/v1/openapi.json`, with every asset served
+ * Where a person who opens the service's address lands: `GET /` answers, in the envelope, where the
+ * API (`/v1`), its reference page and its contract are. And the API reference page at `/docs`: Redoc rendering `/v1/openapi.json`, with every asset served
  * by the service itself from the `redoc` npm package, so the page works offline. The page's CSP
  * allows only this origin's scripts (Redoc styles inline and searches in a blob worker).
  */
@@ -40,11 +41,24 @@ const DOCS_CSP = [
   "form-action 'none'",
 ].join('; ');
 
+const HOME = {
+  success: true,
+  data: {
+    message: 'Signalboard. The API is at /v1, its reference at /docs, its contract at /v1/openapi.json.',
+    api: '/v1',
+    reference: '/docs',
+    contract: '/v1/openapi.json',
+  },
+};
+
 export function docs(): Middleware {
   return async (ctx, next) => {
-    if (ctx.path !== '/docs' && !ctx.path.startsWith('/docs/')) return next();
+    if (ctx.path !== '/' && ctx.path !== '/docs' && !ctx.path.startsWith('/docs/')) return next();
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next();
     switch (ctx.path) {
+      case '/':
+        ctx.body = HOME;
+        return;
       case '/docs':
         ctx.set('Content-Security-Policy', DOCS_CSP);
         ctx.type = 'text/html; charset=utf-8';

@@ -5,7 +5,7 @@
  * message (a driver's message can hold SQL with values).
  */
 import type { Readable } from 'node:stream';
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { isMissingReference, sqlStateOf } from '../db/errors.js';
 import { ApiError, Internal, NotFound, Unavailable } from '../errors.js';
@@ -104,6 +104,7 @@ function toApiError(error: unknown, logger: Logger): ApiError {
 
 export function envelope(): Middleware {
   return async (ctx, next) => {
+    let answer: unknown;
     try {
       await next();
       const outcome = ctx.state.outcome;
@@ -113,16 +114,36 @@ export function envelope(): Middleware {
         ctx.type = 'text/event-stream';
         ctx.set({ 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
         ctx.body = outcome.stream;
-      } else if (outcome.status === 204) ctx.body = null;
-      else ctx.body = outcome.raw !== undefined ? outcome.raw : { success: true, data: outcome.data };
+        return;
+      }
+      if (outcome.status === 204) {
+        ctx.body = null;
+        return;
+      }
+      answer = outcome.raw !== undefined ? outcome.raw : { success: true, data: outcome.data };
     } catch (thrown) {
       const error = toApiError(thrown, ctx.state.log);
       ctx.status = error.status;
       ctx.set(error.headers);
-      ctx.body = {
+      answer = {
         success: false,
         error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) },
       };
     }
+    sendJson(ctx, answer);
   };
+}
+
+/** What Koa's own JSON answers carry (it looks the type up per answer). */
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * Answers `value` as JSON, serialised here: with its Content-Type already set, Koa takes the string
+ * as it is, the same bytes and headers as when it serialises an object itself. Outside the
+ * envelope's catch, as Koa's serialisation was: a value that cannot be serialised (a bug) fails as
+ * it did.
+ */
+function sendJson(ctx: Context, value: unknown): void {
+  ctx.set('Content-Type', JSON_TYPE);
+  ctx.body = JSON.stringify(value);
 }

@@ -86,15 +86,20 @@ export class RateLimits {
   }
 
   /**
-   * Takes one point for this request, or throws 429 `rate_limited` with `Retry-After`. `caller`:
-   * the credential that resolved, if any; the request counts against its address otherwise.
+   * Takes one point for this request, or rejects with 429 `rate_limited` and `Retry-After`.
+   * `caller`: the credential that resolved, if any; the request counts against its address
+   * otherwise. Undefined, at once, when the operation is not limited (exempt, or its limit is off).
    */
-  async consume(operationId: string, ctx: Context, caller: Caller | undefined): Promise<void> {
-    if (EXEMPT_OPERATIONS.has(operationId)) return;
+  consume(operationId: string, ctx: Context, caller: Caller | undefined): Promise<void> | undefined {
+    if (EXEMPT_OPERATIONS.has(operationId)) return undefined;
     const signIn = AUTH_OPERATIONS.has(operationId);
     const limiter = signIn ? this.auth : this.api;
-    if (!limiter) return;
+    if (!limiter) return undefined;
     const key = !signIn && caller ? `${caller.kind}:${caller.credentialId}` : `ip:${addressBucket(clientAddress(ctx))}`;
+    return this.take(limiter, key, ctx);
+  }
+
+  private async take(limiter: RateLimiterAbstract, key: string, ctx: Context): Promise<void> {
     let result: RateLimiterRes;
     try {
       result = await limiter.consume(key);

@@ -7,37 +7,57 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
+import type { Outcome } from './envelope.js';
 
-declare module 'koa' {
-  interface DefaultState {
-    /** The request's logger, with its id: set by `requestLog`, the app's first middleware, so every later one has it. */
-    log: Logger;
+const WELL_FORMED_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * `ctx.state`, set by `requestLog`, the app's first middleware, so every later one has it. `log` is
+ * the request's logger, with its id; it is made when first asked for (an error to log), since most
+ * requests log only their request line, which needs no logger of its own.
+ */
+export class RequestState {
+  outcome?: Outcome;
+  operationId?: string;
+  #log: Logger | undefined;
+
+  constructor(
+    readonly requestId: string,
+    private readonly logger: Logger,
+  ) {}
+
+  get log(): Logger {
+    return (this.#log ??= this.logger.child({ requestId: this.requestId }));
   }
 }
 
-const WELL_FORMED_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+declare module 'koa' {
+  interface DefaultState {
+    log: Logger;
+  }
+}
 
 export function requestLog(logger: Logger): Middleware {
   return async (ctx, next) => {
     const incoming = ctx.get('X-Request-Id');
     const requestId = WELL_FORMED_ID.test(incoming) ? incoming : randomUUID();
-    ctx.state.requestId = requestId;
-    ctx.state.log = logger.child({ requestId });
-    ctx.set('X-Request-Id', requestId);
-    const started = process.hrtime.bigint();
+    ctx.state = new RequestState(requestId, logger);
+    ctx.res.setHeader('X-Request-Id', requestId);
+    const started = performance.now();
     try {
       await next();
     } finally {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      // `requestId` first: the line is what `ctx.state.log` would write, whose binding comes first.
       const line = {
+        requestId,
         method: ctx.method,
         path: ctx.path,
         operationId: ctx.state.operationId,
         status: ctx.status,
-        ms: Math.round(ms * 10) / 10,
+        ms: Math.round((performance.now() - started) * 10) / 10,
       };
-      if (ctx.status >= 500) ctx.state.log.warn(line, 'request');
-      else ctx.state.log.info(line, 'request');
+      if (ctx.status >= 500) logger.warn(line, 'request');
+      else logger.info(line, 'request');
     }
   };
 }

@@ -70,6 +70,8 @@ export class PostgresBus implements EventBus {
   private readonly handlers: { onMessage: (m: BusMessage) => void; onReset: () => void }[] = [];
   private closed = false;
   private retryMs = 250;
+  /** Projects whose event message is being sent, each with the latest one to send after it. */
+  private readonly sending = new Map<string, BusMessage | undefined>();
 
   private constructor(
     private readonly databaseUrl: string,
@@ -119,8 +121,28 @@ export class PostgresBus implements EventBus {
     setTimeout(retry, this.retryMs).unref();
   }
 
+  /**
+   * Event messages of a project are coalesced: while one is being sent, later ones wait and only
+   * the latest is sent after it. A stream reads everything after its cursor whichever event woke
+   * it, so one message after a group of publications wakes it as well as one per publication.
+   */
   async announce(message: BusMessage): Promise<void> {
-    await this.notify(CHANNEL, encode(message));
+    if (message.kind !== 'event') {
+      await this.notify(CHANNEL, encode(message));
+      return;
+    }
+    if (this.sending.has(message.projectId)) {
+      this.sending.set(message.projectId, message);
+      return;
+    }
+    try {
+      for (let next: BusMessage | undefined = message; next; next = this.sending.get(message.projectId)) {
+        this.sending.set(message.projectId, undefined);
+        await this.notify(CHANNEL, encode(next));
+      }
+    } finally {
+      this.sending.delete(message.projectId);
+    }
   }
 
   subscribe(onMessage: (message: BusMessage) => void, onReset: () => void): void {

@@ -25,7 +25,6 @@
 import { PassThrough, type Readable } from 'node:stream';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
-import type { Event } from '../db/entities.js';
 import { eventsAfter, latestEventId } from '../domain/events.js';
 import type { StreamViewer } from '../domain/stream-access.js';
 import { TooManyStreams } from '../errors.js';
@@ -56,6 +55,12 @@ interface Client {
   blocked: NodeJS.Timeout | undefined;
 }
 
+/** An event as its stream message: `id:`, `event:` and `data:` lines. */
+interface Message {
+  id: string;
+  text: string;
+}
+
 const BATCH = 200;
 /** What a refused stream is told to wait: about when one of the user's streams could have ended. */
 const RETRY_AFTER_S = 10;
@@ -71,7 +76,7 @@ export class LiveStreams {
   /** Counts the bus's event messages (of every project): a read is shared only by clients asking after the same one. */
   private generation = 0;
   /** Reads in flight, by project, cursor and generation. */
-  private readonly reads = new Map<string, Promise<Event[]>>();
+  private readonly reads = new Map<string, Promise<Message[]>>();
   private readonly heartbeat: NodeJS.Timeout;
   private readonly stallMs: number;
 
@@ -155,12 +160,17 @@ export class LiveStreams {
     for (const clients of this.byProject.values()) for (const client of clients) void this.pump(client);
   }
 
-  /** The events after `cursor`, oldest first; clients asking the same after the same bus message share the read. */
-  private read(projectId: string, cursor: string, generation: number): Promise<Event[]> {
+  /**
+   * The messages of the events after `cursor`, oldest first; clients asking the same after the same
+   * bus message share the read, and each event is written out once for all of them.
+   */
+  private read(projectId: string, cursor: string, generation: number): Promise<Message[]> {
     const key = `${projectId}/${cursor}/${generation}`;
     let read = this.reads.get(key);
     if (!read) {
-      read = eventsAfter(this.orm.em.fork(), projectId, cursor, BATCH);
+      read = eventsAfter(this.orm.em.fork(), projectId, cursor, BATCH).then((events) =>
+        events.map((event) => ({ id: event.id, text: `id: ${event.id}\nevent: event\ndata: ${JSON.stringify(presentEvent(event))}\n\n` })),
+      );
       this.reads.set(key, read);
       const forget = () => this.reads.delete(key);
       read.then(forget, forget);
@@ -181,11 +191,11 @@ export class LiveStreams {
         for (;;) {
           if (!this.writable(client) || client.blocked) return;
           const batch = await this.read(client.viewer.projectId, client.cursor, this.generation);
-          for (const event of batch) {
+          for (const message of batch) {
             if (!this.writable(client)) return;
-            if (event.id <= client.cursor) continue;
-            client.cursor = event.id;
-            if (!client.stream.write(`id: ${event.id}\nevent: event\ndata: ${JSON.stringify(presentEvent(event))}\n\n`)) {
+            if (message.id <= client.cursor) continue;
+            client.cursor = message.id;
+            if (!client.stream.write(message.text)) {
               this.block(client);
               return;
             }

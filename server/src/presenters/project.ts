@@ -3,8 +3,9 @@
  * only id, username, icon and role: never an email or anything secret.
  */
 import type { components } from '../../../spec/generated/openapi.js';
-import type { Event, Insight, ProjectInvite, ProjectMember, User } from '../db/entities.js';
+import type { Insight, ProjectInvite, ProjectMember, User } from '../db/entities.js';
 import type { ActivityRow } from '../domain/activity.js';
+import type { EventRow } from '../domain/events.js';
 import type { FeedRow, ProjectView } from '../domain/projects.js';
 import type { IconStore } from '../storage/icons.js';
 
@@ -85,10 +86,10 @@ export function presentActivity(activity: ActivityRow, icons: IconUrls): Schemas
 }
 
 /** `event` must be loaded with its feed. */
-export function presentEvent(event: Event): Schemas['Event'] {
+export function presentEvent(event: EventRow): Schemas['Event'] {
   return {
     id: event.id,
-    feed: event.feed.name,
+    feed: event.feed,
     event: event.event,
     description: event.description ?? null,
     emoji: event.emoji ?? null,

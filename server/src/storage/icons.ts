@@ -1,13 +1,16 @@
 /**
- * Project icons, stored content-addressed as `<dir>/<sha256>.png` and shown at
- * `{CDN_URL}/icons/<sha256>.png`. Parsing checks what an icon may be and bounds what decoding it
- * may cost (png.ts) before decoding it off the event loop (png-codec.ts); what is stored is the
- * image encoded afresh, never the bytes sent, and its key is the SHA-256 of the stored bytes.
+ * Project icons, stored content-addressed and shown at `{CDN_URL}/icons/<sha256>.png`. Parsing
+ * checks what an icon may be and bounds what decoding it may cost (png.ts) before decoding it off
+ * the event loop (png-codec.ts); what is stored is the image encoded afresh, never the bytes sent,
+ * and its key is the SHA-256 of the stored bytes.
+ *
+ * Every stored icon has a row in the database (`IconRows`, domain/icons.ts), which holds its bytes
+ * too unless an S3-compatible bucket (`IconBucket`, s3.ts) does. The row is what pruning decides
+ * on, under its lock, whichever holds the bytes. Reads go through a small in-memory cache.
  */
-import { randomUUID } from 'node:crypto';
-import { link, mkdir, opendir, readdir, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
-import path from 'node:path';
-import { InvalidRequest, Unavailable } from '../errors.js';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { InvalidRequest } from '../errors.js';
+import { IconCache } from './icon-cache.js';
 import { sharedCodec, type PngCodec } from './png-codec.js';
 import { inspectPng, PngRejected } from './png.js';
 
@@ -18,16 +21,12 @@ export interface Icon {
 }
 
 const DATA_URL_PREFIX = 'data:image/png;base64,';
-const MAX_BYTES = 256 * 1024;
-const MAX_SIDE = 1024;
-const ICON_FILE = /^([0-9a-f]{64})\.png$/;
-/** A file being written (`save`), and a file moved aside while the pruner decides on it (`prune`). */
-const TEMP_FILE = /^\.[0-9a-f]{64}\.[0-9a-f-]{36}\.tmp$/;
-const ASIDE_FILE = /^\.([0-9a-f]{64})\.[0-9a-f-]{36}\.prune$/;
-/** Errors of a full or exhausted file system: the same write may succeed later. */
-const RETRYABLE_WRITE_ERRORS = new Set(['ENOSPC', 'EDQUOT', 'EMFILE', 'ENFILE']);
+export const MAX_ICON_BYTES = 256 * 1024;
+export const MAX_ICON_SIDE = 1024;
+/** 32 of the largest icons, thousands of usual ones. */
+const CACHE_BYTES = 8 * 1024 * 1024;
 
-/** A key is a SHA-256 in lower-case hex; nothing else may become a file name. */
+/** A key is a SHA-256 in lower-case hex; nothing else may name an icon. */
 export function isIconKey(key: string): boolean {
   return /^[0-9a-f]{64}$/.test(key);
 }
@@ -37,52 +36,67 @@ function checkKey(key: string): string {
   return key;
 }
 
-function errorCode(error: unknown): unknown {
-  return (error as NodeJS.ErrnoException).code;
-}
-
-async function mtimeMs(file: string): Promise<number | undefined> {
-  try {
-    return (await stat(file)).mtimeMs;
-  } catch (error) {
-    if (errorCode(error) === 'ENOENT') return undefined;
-    throw error;
-  }
-}
-
-/** Writes a file that must not exist yet. */
-export type WriteNewFile = (file: string, bytes: Buffer) => Promise<void>;
-
-export interface IconStoreOptions {
-  codec?: PngCodec;
-  writeNewFile?: WriteNewFile;
-}
-
 export interface PruneOptions {
-  /** Only files not written or saved again for this long are considered. */
-  olderThanMs: number;
-  /** Files checked against the database at a time. */
+  /** Only icons not stored or referred to again for this long are considered. */
+  graceMs: number;
+  /** Icons removed at a time. */
   batchSize: number;
-  /** The run stops after removing this many. */
-  maxRemovals: number;
-  /** Which of these keys something in the database refers to. */
-  referenced(keys: string[]): Promise<Set<string>>;
+  /** The run stops after this many batches. */
+  maxBatches: number;
   /** Asked between batches: true ends the run early. */
   stopping(): boolean;
 }
 
+/** The `icons` table, as the store uses it. */
+export interface IconRows {
+  /**
+   * Records the icon in `tx`, with its bytes when `withBytes`, or marks its row as just stored; the
+   * row stays locked until `tx` ends, and pruning cannot take it meanwhile.
+   */
+  record(tx: EntityManager, icon: Icon, withBytes: boolean): Promise<void>;
+  /** The bytes of the icon's row; undefined when there is no row or it holds no bytes. */
+  bytes(key: string): Promise<Buffer | undefined>;
+  /**
+   * Deletes the rows of icons nothing refers to and older than the grace period, in batches, and
+   * answers their keys. `removing` runs in each batch's transaction with that batch's keys, before
+   * it commits: until then their rows stay locked, and a failure keeps them.
+   */
+  prune(options: PruneOptions, removing?: (keys: string[]) => Promise<void>): Promise<string[]>;
+  /** Runs `work` in a transaction of its own. */
+  transaction<T>(work: (tx: EntityManager) => Promise<T>): Promise<T>;
+}
+
+/** Where the bytes live when not in the database. Every call is bounded in time; a failure is 503 `unavailable`. */
+export interface IconBucket {
+  /** Writes the icon under its key, whether or not it is there already. */
+  put(icon: Icon): Promise<void>;
+  /** The icon's bytes, or undefined when the bucket has no such key. */
+  get(key: string): Promise<Buffer | undefined>;
+  /** Removes these keys; a key that is not there is no failure. */
+  delete(keys: string[]): Promise<void>;
+}
+
+export interface IconStoreOptions {
+  /** Keeps the bytes in this bucket rather than in the database. */
+  bucket?: IconBucket | undefined;
+  codec?: PngCodec;
+}
+
 export class IconStore {
+  private readonly bucket: IconBucket | undefined;
   private readonly codec: PngCodec;
-  private readonly writeNewFile: WriteNewFile;
+  private readonly cache = new IconCache(CACHE_BYTES);
+  /** Reads under way, by key: concurrent requests for one icon share one read of the store. */
+  private readonly reading = new Map<string, Promise<Buffer | undefined>>();
 
   constructor(
-    private readonly dir: string,
+    private readonly rows: IconRows,
     /** Read at each use: the service's own `/cdn` address is known only once it listens. */
     private readonly publicBaseUrl: () => string,
     options: IconStoreOptions = {},
   ) {
+    this.bucket = options.bucket;
     this.codec = options.codec ?? sharedCodec;
-    this.writeNewFile = options.writeNewFile ?? ((file, bytes) => writeFile(file, bytes, { flag: 'wx' }));
   }
 
   async parse(value: string, form: 'create' | 'update', field: string): Promise<Icon> {
@@ -96,62 +110,54 @@ export class IconStore {
     // canonical Base64 (alphabet, padding, no whitespace, no URL-safe characters).
     const bytes = Buffer.from(base64, 'base64');
     if (bytes.toString('base64') !== base64) throw refuse('is not valid Base64');
-    if (bytes.length > MAX_BYTES) throw refuse('is larger than 256 KiB once decoded');
+    if (bytes.length > MAX_ICON_BYTES) throw refuse('is larger than 256 KiB once decoded');
     // The checks that need no inflation, here: most refusals cost no trip to the worker.
     try {
-      inspectPng(bytes, MAX_SIDE);
+      inspectPng(bytes, MAX_ICON_SIDE);
     } catch (error) {
       if (error instanceof PngRejected) throw refuse(error.message);
       throw error;
     }
-    const result = await this.codec.transcode(bytes, MAX_SIDE);
+    const result = await this.codec.transcode(bytes, MAX_ICON_SIDE);
     if (!result.ok) throw refuse(result.refusal);
     return { bytes: result.png, sha256: result.sha256 };
   }
 
-  /** Where the icon with this key lives on disk (the CDN middleware serves from here). */
-  file(key: string): string {
-    return path.join(this.dir, `${checkKey(key)}.png`);
-  }
-
   /**
-   * Stores the icon, or marks the stored copy as just used. Callers save inside their transaction,
-   * after the flush that could refuse the change, so a refused change writes no file; a file whose
-   * change rolls back anyway is left for `prune`. A full disk is 503 `unavailable`, which rolls the
-   * caller's transaction back.
+   * Stores the icon in the caller's transaction, or marks the stored copy as just used. Callers save
+   * after the flush that could refuse the change, so a refused change stores nothing; with the
+   * bytes in the database, a change that rolls back takes its icon with it. The row comes first:
+   * held from then on, it keeps a prune from removing the bucket's copy until `tx` ends. A bucket
+   * that fails is 503 `unavailable`, which rolls the caller's transaction back.
    */
-  async save(icon: Icon): Promise<void> {
-    const file = this.file(icon.sha256);
-    try {
-      await this.write(file, icon);
-    } catch (error) {
-      if (RETRYABLE_WRITE_ERRORS.has(errorCode(error) as string)) {
-        throw new Unavailable('There is no room to store the icon right now; nothing was changed. Retry later.', 60);
-      }
-      throw error;
-    }
+  async save(tx: EntityManager, icon: Icon): Promise<void> {
+    checkKey(icon.sha256);
+    await this.rows.record(tx, icon, this.bucket === undefined);
+    await this.bucket?.put(icon);
   }
 
-  private async write(file: string, icon: Icon): Promise<void> {
-    // A stored copy is touched rather than skipped: its fresh mtime keeps `prune` away from it
-    // until the transaction that now refers to it has committed.
-    try {
-      const now = new Date();
-      await utimes(file, now, now);
-      return;
-    } catch (error) {
-      if (errorCode(error) !== 'ENOENT') throw error;
+  /** `save` in a transaction of its own. */
+  saveAlone(icon: Icon): Promise<void> {
+    return this.rows.transaction((tx) => this.save(tx, icon));
+  }
+
+  /** The icon's bytes, or undefined when it is not stored. */
+  async read(key: string): Promise<Buffer | undefined> {
+    checkKey(key);
+    const cached = this.cache.get(key);
+    if (cached) return cached;
+    let reading = this.reading.get(key);
+    if (!reading) {
+      reading = this.load(key).finally(() => this.reading.delete(key));
+      this.reading.set(key, reading);
     }
-    await mkdir(this.dir, { recursive: true });
-    // Written aside then renamed, so a reader (or a crash) never sees half an icon under its key.
-    const temp = path.join(this.dir, `.${icon.sha256}.${randomUUID()}.tmp`);
-    try {
-      await this.writeNewFile(temp, icon.bytes);
-      await rename(temp, file);
-    } catch (error) {
-      await rm(temp, { force: true });
-      throw error;
-    }
+    return reading;
+  }
+
+  private async load(key: string): Promise<Buffer | undefined> {
+    const bytes = this.bucket ? await this.bucket.get(key) : await this.rows.bytes(key);
+    if (bytes) this.cache.set(key, bytes);
+    return bytes;
   }
 
   url(key: string | null | undefined): string | null {
@@ -160,97 +166,14 @@ export class IconStore {
   }
 
   /**
-   * Cleans up after a process killed mid-write or mid-prune: removes temporary files older than
-   * `olderThanMs` (younger ones may be another instance's write in progress), and puts back any
-   * file `prune` had moved aside (putting back is always safe; the next prune decides again).
-   * Returns how many temporary files were removed.
-   */
-  async sweep(olderThanMs: number): Promise<number> {
-    let names: string[];
-    try {
-      names = await readdir(this.dir);
-    } catch (error) {
-      if (errorCode(error) === 'ENOENT') return 0;
-      throw error;
-    }
-    const cutoff = Date.now() - olderThanMs;
-    let removed = 0;
-    for (const name of names) {
-      const file = path.join(this.dir, name);
-      const aside = ASIDE_FILE.exec(name)?.[1];
-      if (aside !== undefined) await this.putBack(file, aside);
-      else if (TEMP_FILE.test(name) && ((await mtimeMs(file)) ?? Infinity) < cutoff) {
-        await rm(file, { force: true });
-        removed += 1;
-      }
-    }
-    return removed;
-  }
-
-  /**
-   * Removes icon files nothing refers to, in batches, and returns how many. A file is removed only
-   * if it is older than `olderThanMs` and, after being moved aside (from then on a `save` of the
-   * same icon writes a new copy), is still old (a `save` touches it) and still unreferenced.
+   * Removes icons nothing refers to and not stored or referred to again within `graceMs`, in
+   * batches, and answers how many. With a bucket, a batch's objects are deleted before its rows'
+   * deletion commits: a save of one of them waits for that, then stores it anew.
    */
   async prune(options: PruneOptions): Promise<number> {
-    let dir;
-    try {
-      dir = await opendir(this.dir);
-    } catch (error) {
-      if (errorCode(error) === 'ENOENT') return 0;
-      throw error;
-    }
-    let removed = 0;
-    let batch: string[] = [];
-    // Breaking out of the loop closes the directory.
-    for await (const entry of dir) {
-      const key = ICON_FILE.exec(entry.name)?.[1];
-      if (key === undefined || !entry.isFile()) continue;
-      batch.push(key);
-      if (batch.length < options.batchSize) continue;
-      removed += await this.pruneBatch(batch, options);
-      batch = [];
-      if (removed >= options.maxRemovals || options.stopping()) return removed;
-    }
-    return removed + (batch.length > 0 ? await this.pruneBatch(batch, options) : 0);
-  }
-
-  private async pruneBatch(keys: string[], options: PruneOptions): Promise<number> {
-    const cutoff = Date.now() - options.olderThanMs;
-    const old: string[] = [];
-    for (const key of keys) if (((await mtimeMs(this.file(key))) ?? Infinity) < cutoff) old.push(key);
-    if (old.length === 0) return 0;
-    const referenced = await options.referenced(old);
-    const aside = new Map<string, string>();
-    for (const key of old.filter((k) => !referenced.has(k))) {
-      const moved = path.join(this.dir, `.${key}.${randomUUID()}.prune`);
-      try {
-        await rename(this.file(key), moved);
-        aside.set(key, moved);
-      } catch (error) {
-        if (errorCode(error) !== 'ENOENT') throw error;
-      }
-    }
-    if (aside.size === 0) return 0;
-    const stillReferenced = await options.referenced([...aside.keys()]);
-    let removed = 0;
-    for (const [key, moved] of aside) {
-      if (stillReferenced.has(key) || ((await mtimeMs(moved)) ?? 0) >= cutoff) await this.putBack(moved, key);
-      else {
-        await rm(moved, { force: true });
-        removed += 1;
-      }
-    }
-    return removed;
-  }
-
-  /** Returns a moved-aside file under its key, unless a new copy (same bytes) was saved meanwhile. */
-  private async putBack(moved: string, key: string): Promise<void> {
-    try {
-      await link(moved, this.file(key));
-    } catch (error) {
-      if (errorCode(error) !== 'EEXIST' && errorCode(error) !== 'ENOENT') throw error;
-    }
-    await rm(moved, { force: true });
+    const bucket = this.bucket;
+    const removed = await this.rows.prune(options, bucket && ((keys) => bucket.delete(keys)));
+    for (const key of removed) this.cache.delete(key);
+    return removed.length;
   }
 }

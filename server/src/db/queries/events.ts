@@ -1,18 +1,63 @@
 /**
- * Events: the order of a project's publications (an advisory lock and the latest id under it), and
- * a page of events for a filter. The page is written out so that each filter keeps to the index
- * that serves it; its rows become managed entities, as `find` would make them.
+ * Events: the project's latest id (publications are ordered under the project's row lock,
+ * domain/events.ts), the insert of a group of new events, a page of events for a filter, and the
+ * events after a cursor that a live stream reads. Events are only ever shown, never changed, so
+ * they stay plain rows: a managed entity per event would cost more than the statements, and a
+ * transaction's flush would walk every one of them.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Event, type TagValue } from '../entities.js';
-import { mapRow, query, selectColumns, sqlOnce } from '../raw.js';
+import type { TagValue } from '../entities.js';
+import { query, sqlOnce } from '../raw.js';
 
-/** The class of the advisory lock that orders a project's publications (its second key is the project). */
-const PUBLISH_LOCK = 0x5b1e;
+/** An event as answers show it: its columns, and the name of its feed. */
+export interface EventRow {
+  id: string;
+  feed: string;
+  event: string;
+  description: string | null;
+  emoji: string | null;
+  tags: Record<string, TagValue>;
+  timestamp: Date;
+  createdAt: Date;
+}
 
-/** Waits for the project's publication lock, held until `tx` ends: a project's publications commit one at a time. */
-export async function takePublishLock(tx: EntityManager, projectId: string): Promise<void> {
-  await query(tx, 'select pg_advisory_xact_lock(?, hashtext(?::text))', [PUBLISH_LOCK, projectId]);
+interface Row {
+  id: string;
+  feed: string;
+  event: string;
+  description: string | null;
+  emoji: string | null;
+  tags: Record<string, TagValue>;
+  timestamp: string;
+  created_at: string;
+}
+
+// to_json: the times as ISO 8601, whatever text format the connection's type parsers leave them in.
+const COLUMNS =
+  "e.id, f.name as feed, e.event, e.description, e.emoji, e.tags, to_json(e.timestamp) #>> '{}' as timestamp, " +
+  "to_json(e.created_at) #>> '{}' as created_at from events e join feeds f on f.id = e.feed_id";
+
+function eventRow(row: Row): EventRow {
+  return { ...row, timestamp: new Date(row.timestamp), createdAt: new Date(row.created_at) };
+}
+
+/**
+ * What a group of publications needs once it holds the project's lock, in one statement: the ids of
+ * the project's feeds among `names`, by name, and the id of its latest event.
+ */
+export async function publicationTargets(
+  tx: EntityManager,
+  projectId: string,
+  names: string[],
+): Promise<{ feeds: Map<string, string>; latest: string | undefined }> {
+  const [row] = await query<{ feeds: Record<string, string> | null; latest: string | null }>(
+    tx,
+    'select json_object_agg(f.name, f.id) as feeds, ' +
+      '(select e.id from events e where e.project_id = ? order by e.id desc limit 1) as latest ' +
+      'from feeds f where f.project_id = ? and f.name = any(?::text[])',
+    [projectId, projectId, names],
+  );
+  return { feeds: new Map(Object.entries(row!.feeds ?? {})), latest: row!.latest ?? undefined };
 }
 
 /** The id of the project's latest event, or undefined when it has none. */
@@ -33,31 +78,27 @@ export interface NewEvent {
 
 /**
  * Inserts the project's new events in one statement (the columns as arrays, one text whatever the
- * count, so it is prepared once), all created at `createdAt`; returns them as managed entities, in
- * no particular order, each with its feed as the reference `tx` holds (loaded, when `tx` loaded it).
+ * count, so it is prepared once), all created at `createdAt`.
  */
-export async function insertEvents(tx: EntityManager, projectId: string, createdAt: Date, events: NewEvent[]): Promise<Event[]> {
-  const sql = sqlOnce(
-    'events:insert',
-    () =>
-      'insert into events as e (id, project_id, feed_id, event, description, emoji, tags, timestamp, created_at) ' +
+export async function insertEvents(tx: EntityManager, projectId: string, createdAt: Date, events: NewEvent[]): Promise<void> {
+  await query(
+    tx,
+    'insert into events (id, project_id, feed_id, event, description, emoji, tags, timestamp, created_at) ' +
       'select v.id, ?::uuid, v.feed_id, v.event, v.description, v.emoji, v.tags, v.timestamp, ?::timestamptz ' +
       'from unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::timestamptz[]) ' +
-      'as v(id, feed_id, event, description, emoji, tags, timestamp) ' +
-      `returning ${selectColumns(tx, Event, 'e', 'e')}`,
+      'as v(id, feed_id, event, description, emoji, tags, timestamp)',
+    [
+      projectId,
+      createdAt.toISOString(),
+      events.map((e) => e.id),
+      events.map((e) => e.feedId),
+      events.map((e) => e.event),
+      events.map((e) => e.description),
+      events.map((e) => e.emoji),
+      events.map((e) => JSON.stringify(e.tags)),
+      events.map((e) => e.timestamp.toISOString()),
+    ],
   );
-  const rows = await query<Record<string, unknown>>(tx, sql, [
-    projectId,
-    createdAt.toISOString(),
-    events.map((e) => e.id),
-    events.map((e) => e.feedId),
-    events.map((e) => e.event),
-    events.map((e) => e.description),
-    events.map((e) => e.emoji),
-    events.map((e) => JSON.stringify(e.tags)),
-    events.map((e) => e.timestamp.toISOString()),
-  ]);
-  return rows.map((row) => mapRow(tx, Event, row, 'e'));
 }
 
 export interface EventsQuery {
@@ -71,14 +112,14 @@ export interface EventsQuery {
   limit: number;
 }
 
-/** At most `limit` events matching the query, newest first, as managed entities. */
-export async function eventsPage(em: EntityManager, q: EventsQuery): Promise<Event[]> {
+/** At most `limit` events matching the query, newest first. */
+export async function eventsPage(em: EntityManager, q: EventsQuery): Promise<EventRow[]> {
   const tags = q.tagsContainingAny;
   const shape = `events:${q.feedId === undefined ? '' : 'feed'}:${q.below === undefined ? '' : 'below'}:${tags.length}`;
   const sql = sqlOnce(
     shape,
     () =>
-      `select ${selectColumns(em, Event, 'e', 'e')} from events e where e.project_id = ?` +
+      `select ${COLUMNS} where e.project_id = ?` +
       (q.feedId === undefined ? '' : ' and e.feed_id = ?') +
       (q.below === undefined ? '' : ' and e.id < ?') +
       (tags.length === 0 ? '' : ` and (${tags.map(() => 'e.tags @> ?::jsonb').join(' or ')})`) +
@@ -89,6 +130,15 @@ export async function eventsPage(em: EntityManager, q: EventsQuery): Promise<Eve
   if (q.below !== undefined) params.push(q.below);
   for (const document of tags) params.push(JSON.stringify(document));
   params.push(q.limit);
-  const rows = await query<Record<string, unknown>>(em, sql, params);
-  return rows.map((row) => mapRow(em, Event, row, 'e'));
+  return (await query<Row>(em, sql, params)).map(eventRow);
+}
+
+/** At most `limit` of the project's events after the id `cursor`, oldest first: a live stream's next batch. */
+export async function eventsAfter(em: EntityManager, projectId: string, cursor: string, limit: number): Promise<EventRow[]> {
+  const rows = await query<Row>(em, `select ${COLUMNS} where e.project_id = ? and e.id > ? order by e.id limit ?`, [
+    projectId,
+    cursor,
+    limit,
+  ]);
+  return rows.map(eventRow);
 }

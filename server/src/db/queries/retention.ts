@@ -1,7 +1,7 @@
 /**
  * The statements of pruning what the service stops keeping: pruning's advisory lock, held by one
- * instance at a time on a connection of its own, and the batches it deletes or checks (Stripe event
- * ids, events, icon keys).
+ * instance at a time on a connection of its own, and the batches it deletes (Stripe event ids,
+ * events; icons are in icons.ts).
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import pg from 'pg';
@@ -60,13 +60,4 @@ const DELETE_EVENTS = `with gone as (
 export async function deleteEventsWithIdBelow(em: EntityManager, idBelow: string, limit: number): Promise<number> {
   const [row] = await query<{ n: number }>(em, DELETE_EVENTS, [idBelow, limit]);
   return row!.n;
-}
-
-const REFERENCED_ICONS = `select icon as key from projects where icon = any(?::char(64)[])
-  union select icon from users where icon = any(?::text[])`;
-
-/** The keys among `keys` that a project's or a user's icon refers to. */
-export async function referencedIcons(em: EntityManager, keys: string[]): Promise<Set<string>> {
-  const rows = await query<{ key: string }>(em, REFERENCED_ICONS, [keys, keys]);
-  return new Set(rows.map((row) => row.key));
 }
