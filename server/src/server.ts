@@ -61,7 +61,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     server.maxConnections = config.http.maxConnections;
     const drain = new ConnectionDrain(server);
     server.on('request', (req, res) => {
-      drain.track(req, res);
+      drain.track(res);
       void app(req, res);
     });
     if (db.kind === 'embedded') cleanups.push((await startOperatorChannel(db, config.dataDir, logger)).close);

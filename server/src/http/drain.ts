@@ -6,12 +6,15 @@
  * busy keep-alive connection goes on carrying new requests for as long as its client sends them,
  * and closing an idle one races a client that is sending on it just then. So once draining starts:
  * - the listener is closed: new connections are refused;
- * - every answer not yet started carries `Connection: close`, and its connection is closed once
+ * - every answer not yet started carries `Connection: close`, and Node closes its connection once
  *   that answer is written: each busy connection carries at most the request it is serving;
- * - an answer already started (an event stream) is ended by its owner, then its connection closed;
- * - an idle connection is left to close at its keep-alive timeout, which every answer announced
- *   (`Keep-Alive: timeout=…`), so a client never sends on a connection the server is closing; a
- *   request it sends before then is answered, with `Connection: close`.
+ * - an answer already started (an event stream, or one whose headers went out just before) is
+ *   finished by its owner, and its connection is then idle like any other;
+ * - an idle connection is never closed by the server: the client believes it may send on it, so
+ *   closing it races that send (the request is lost without the client knowing whether it was
+ *   applied: ECONNRESET). It closes at its keep-alive timeout, which every answer announced
+ *   (`Keep-Alive: timeout=…`) and which well-behaved clients undercut; a request sent before then
+ *   is answered, with `Connection: close`.
  * Draining is done when no connection is left. The deadline bounds it: whatever is still open then
  * is cut.
  */
@@ -30,8 +33,7 @@ export interface DrainReport {
 }
 
 export class ConnectionDrain {
-  /** Open connections, with the number of requests each is serving. */
-  private readonly connections = new Map<Socket, number>();
+  private readonly connections = new Set<Socket>();
   private readonly pending = new Set<http.ServerResponse>();
   private draining = false;
   private answered = 0;
@@ -39,7 +41,7 @@ export class ConnectionDrain {
 
   constructor(private readonly server: http.Server) {
     server.on('connection', (socket: Socket) => {
-      this.connections.set(socket, 0);
+      this.connections.add(socket);
       socket.once('close', () => {
         this.connections.delete(socket);
         if (this.connections.size === 0) this.onEmpty?.();
@@ -48,19 +50,11 @@ export class ConnectionDrain {
   }
 
   /** Call for every request before the app sees it. */
-  track(req: http.IncomingMessage, res: http.ServerResponse): void {
-    const socket = req.socket;
-    this.connections.set(socket, (this.connections.get(socket) ?? 0) + 1);
+  track(res: http.ServerResponse): void {
     this.pending.add(res);
     if (this.draining) res.setHeader('Connection', 'close');
     const done = () => {
-      if (!this.pending.delete(res)) return;
-      const serving = (this.connections.get(socket) ?? 1) - 1;
-      if (this.connections.has(socket)) this.connections.set(socket, serving);
-      if (!this.draining) return;
-      this.answered += 1;
-      // An answer whose headers went out before draining began did not say `Connection: close`.
-      if (serving === 0) socket.end();
+      if (this.pending.delete(res) && this.draining) this.answered += 1;
     };
     res.once('finish', done);
     res.once('close', done);
