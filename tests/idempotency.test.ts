@@ -16,7 +16,7 @@ import { Maintenance, MAINTENANCE_DEFAULTS } from '../server/src/maintenance/pru
 import { IconStore } from '../server/src/storage/icons.js';
 import { apiToken, inviteCode, signUp, uniqueName, type TestUser } from './support/accounts.js';
 import { count, database, secret, sql, startExtraServer } from './support/harness.js';
-import { call, callAt, expectData, expectError, http, tally, type Answer } from './support/http.js';
+import { call, callAt, expectData, expectError, expectInvalid, http, tally, type Answer } from './support/http.js';
 import { createInsight, createProject, projectPath } from './support/projects.js';
 import { statementsDuring } from './support/statements.js';
 
@@ -76,11 +76,20 @@ describe('idempotency keys', () => {
   describe('a repeated key', () => {
     it('replays a publish: same status and body, Idempotent-Replayed: true, and one event stored', async () => {
       const key = randomUUID();
-      const first = await call('POST', eventsPath(project.namespace), owner.token, { event: 'signed up', tags: { plan: 'pro' } }, keyed(key));
+      const first = await call(
+        'POST',
+        eventsPath(project.namespace),
+        owner.token,
+        { event: 'signed up', tags: { plan: 'pro' } },
+        keyed(key),
+      );
       expectData(first, 201);
       expectFresh(first);
       for (let i = 0; i < 3; i++) {
-        expectReplayOf(await call('POST', eventsPath(project.namespace), owner.token, { event: 'signed up', tags: { plan: 'pro' } }, keyed(key)), first);
+        expectReplayOf(
+          await call('POST', eventsPath(project.namespace), owner.token, { event: 'signed up', tags: { plan: 'pro' } }, keyed(key)),
+          first,
+        );
       }
       expect(await eventCount(project.id)).to.equal(1);
       expect(await keyRow(owner, key)).to.deep.equal({ status: 201, body: first.text, claim: null, lease_until: null });
@@ -138,12 +147,13 @@ describe('idempotency keys', () => {
       const other = await signUp();
       const otherProject = await createProject(other.token);
       const key = randomUUID();
-      expectData(await call('POST', eventsPath(project.namespace), owner.token, { event: 'a' }, keyed(key)), 201);
-      const theirs = await call('POST', eventsPath(otherProject.namespace), other.token, { event: 'a' }, keyed(key));
+      const mine = await call('POST', eventsPath(project.namespace), owner.token, { event: 'a' }, keyed(key));
+      expectData(mine, 201);
+      // Another request than the first user's under the same key: not 422, the key is the other user's own.
+      const theirs = await call('POST', eventsPath(otherProject.namespace), other.token, { event: 'b' }, keyed(key));
       expectData(theirs, 201);
       expectFresh(theirs);
-      // The same request by the other user, even on the first user's project, is not the first user's key.
-      expectError(await call('POST', eventsPath(project.namespace), other.token, { event: 'a' }, keyed(key)), 404, 'not_found');
+      expectReplayOf(await call('POST', eventsPath(project.namespace), owner.token, { event: 'a' }, keyed(key)), mine);
       expect(await eventCount(project.id)).to.equal(1);
       expect(await eventCount(otherProject.id)).to.equal(1);
     });
@@ -179,15 +189,18 @@ describe('idempotency keys', () => {
       // A claim as a running request leaves it (the instance running it is presumed alive while its lease runs).
       const key = randomUUID();
       const first = await call('POST', eventsPath(project.namespace), owner.token, { event: 'slow' }, keyed(key));
-      await sql(`update idempotency_keys set status = null, body = null, claim = ?, lease_until = now() + interval '1 minute' where user_id = ? and key = ?`, [
-        randomUUID(),
-        owner.id,
-        key,
-      ]);
+      await sql(
+        `update idempotency_keys set status = null, body = null, claim = ?, lease_until = now() + interval '1 minute' where user_id = ? and key = ?`,
+        [randomUUID(), owner.id, key],
+      );
       const refused = await call('POST', eventsPath(project.namespace), owner.token, { event: 'slow' }, keyed(key));
       expectError(refused, 409, 'idempotency_in_progress');
       expect(refused.headers.get('retry-after')).to.equal('1');
-      expectError(await call('POST', eventsPath(project.namespace), owner.token, { event: 'other' }, keyed(key)), 422, 'idempotency_key_reused');
+      expectError(
+        await call('POST', eventsPath(project.namespace), owner.token, { event: 'other' }, keyed(key)),
+        422,
+        'idempotency_key_reused',
+      );
       expect(await eventCount(project.id)).to.equal(1);
       expectData(first, 201);
     });
@@ -202,7 +215,11 @@ describe('idempotency keys', () => {
         const key = randomUUID();
         const running = call('POST', eventsPath(project.namespace), owner.token, { event: 'held' }, keyed(key));
         await waitFor('the claim', async () => (await keyRow(owner, key)) !== undefined);
-        expectError(await call('POST', eventsPath(project.namespace), owner.token, { event: 'held' }, keyed(key)), 409, 'idempotency_in_progress');
+        expectError(
+          await call('POST', eventsPath(project.namespace), owner.token, { event: 'held' }, keyed(key)),
+          409,
+          'idempotency_in_progress',
+        );
         await blocker.query('commit');
         const first = await running;
         expectData(first, 201);
@@ -217,12 +234,15 @@ describe('idempotency keys', () => {
       const key = randomUUID();
       expectData(await call('POST', eventsPath(project.namespace), owner.token, { event: 'crash' }, keyed(key)), 201);
       // The instance died after its commit and before recording the answer: the documented window, where the work is done again.
-      await sql(`update idempotency_keys set status = null, body = null, claim = ?, lease_until = now() - interval '1 second' where user_id = ? and key = ?`, [
-        randomUUID(),
-        owner.id,
-        key,
-      ]);
-      expectError(await call('POST', eventsPath(project.namespace), owner.token, { event: 'other' }, keyed(key)), 422, 'idempotency_key_reused');
+      await sql(
+        `update idempotency_keys set status = null, body = null, claim = ?, lease_until = now() - interval '1 second' where user_id = ? and key = ?`,
+        [randomUUID(), owner.id, key],
+      );
+      expectError(
+        await call('POST', eventsPath(project.namespace), owner.token, { event: 'other' }, keyed(key)),
+        422,
+        'idempotency_key_reused',
+      );
       const taken = await call('POST', eventsPath(project.namespace), owner.token, { event: 'crash' }, keyed(key));
       expectData(taken, 201);
       expectFresh(taken);
@@ -358,8 +378,7 @@ describe('idempotency keys', () => {
     ] as const) {
       it(`${what} is 400 invalid_request pointing at the header, and nothing is done`, async () => {
         const answer = await call('POST', eventsPath(project.namespace), owner.token, { event: 'bad key' }, keyed(value));
-        expectError(answer, 400, 'invalid_request');
-        expect(answer.json.error.details.map((detail: { path: string }) => detail.path)).to.deep.equal(['/headers/idempotency-key']);
+        expectInvalid(answer, '/headers/idempotency-key');
         expect(await eventCount(project.id)).to.equal(0);
         expect(await count('select count(*)::int as n from idempotency_keys where user_id = ?', [owner.id])).to.equal(0);
       });
@@ -383,6 +402,19 @@ describe('idempotency keys', () => {
       expect(statements.filter((text) => text.includes('idempotency_keys'))).to.deep.equal([]);
       expect(await eventCount(project.id)).to.equal(2);
       expect(await count('select count(*)::int as n from idempotency_keys where user_id = ?', [owner.id])).to.equal(0);
+      // Where a key costs them: its claim and its record.
+      const keyedStatements = await statementsDuring(async () => {
+        expectData(await call('POST', eventsPath(project.namespace), owner.token, { event: 'keyed' }, keyed(randomUUID())), 201);
+      });
+      expect(keyedStatements.filter((text) => text.includes('idempotency_keys'))).to.have.length(2);
+    });
+
+    it('is refused by API token creation, whose answer holds a token shown once: 400, and no token made', async () => {
+      const key = randomUUID();
+      const refused = await call('POST', '/v1/auth/tokens', owner.token, { name: 'ci' }, keyed(key));
+      expectInvalid(refused, '/headers/idempotency-key');
+      expectReplayOf(await call('POST', '/v1/auth/tokens', owner.token, { name: 'ci' }, keyed(key)), refused);
+      expect(await count('select count(*)::int as n from api_tokens where user_id = ?', [owner.id])).to.equal(0);
     });
 
     it('is ignored by sign-up and login, which take no key', async () => {
@@ -393,7 +425,9 @@ describe('idempotency keys', () => {
       const answers = [
         ...(await Promise.all([0, 1].map(() => call('POST', '/v1/auth/login', undefined, login, keyed(key))))),
         ...(await Promise.all(
-          names.map(async (name) => call('POST', '/v1/auth/signup', undefined, { ...signup(name), invite: await inviteCode() }, keyed(key))),
+          names.map(async (name) =>
+            call('POST', '/v1/auth/signup', undefined, { ...signup(name), invite: await inviteCode() }, keyed(key)),
+          ),
         )),
       ];
       for (const answer of answers) {

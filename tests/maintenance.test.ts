@@ -287,12 +287,24 @@ describe('maintenance', () => {
         return rows[0].n === 1;
       });
       const otherIcons = storeOn(extra.db);
-      expect(await maintenanceOn(extra.db, otherIcons).pruneOnce()).to.deep.equal({ ran: false, icons: 0, stripeEvents: 0, idempotencyKeys: 0, events: 0 });
+      expect(await maintenanceOn(extra.db, otherIcons).pruneOnce()).to.deep.equal({
+        ran: false,
+        icons: 0,
+        stripeEvents: 0,
+        idempotencyKeys: 0,
+        events: 0,
+      });
       await blocker.query('commit');
       expect(await first).to.deep.equal({ ran: true, icons: 1, stripeEvents: 1, idempotencyKeys: 0, events: 0 });
       expect(await storedKeys()).to.not.include(orphan);
       // The lock went with the run: the other instance runs now.
-      expect(await maintenanceOn(extra.db, otherIcons).pruneOnce()).to.deep.equal({ ran: true, icons: 0, stripeEvents: 0, idempotencyKeys: 0, events: 0 });
+      expect(await maintenanceOn(extra.db, otherIcons).pruneOnce()).to.deep.equal({
+        ran: true,
+        icons: 0,
+        stripeEvents: 0,
+        idempotencyKeys: 0,
+        events: 0,
+      });
     } finally {
       await blocker.end();
       await extra.close();

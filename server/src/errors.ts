@@ -78,18 +78,11 @@ export class Conflict extends ApiError {
   }
 }
 
-/** Another request with this `Idempotency-Key` is still being handled (http/idempotency.ts); its answer will be replayed once recorded. */
+/** The first request with this `Idempotency-Key` is still being handled (http/idempotency.ts): its answer is replayed once recorded. */
 export class IdempotencyInProgress extends ApiError {
   constructor() {
-    super(
-      409,
-      'idempotency_in_progress',
-      'A request with this Idempotency-Key is still being handled; retry once it has answered.',
-      undefined,
-      {
-        'Retry-After': '1',
-      },
-    );
+    const message = 'A request with this Idempotency-Key is still being handled; retry once it has answered.';
+    super(409, 'idempotency_in_progress', message, undefined, { 'Retry-After': '1' });
   }
 }
 

@@ -1,8 +1,8 @@
 /**
  * What the service stops keeping: recorded Stripe event ids, events and `Idempotency-Key`s past
- * their retention, deleted in bounded batches (icons nothing refers to go the same way, domain/icons.ts). The
- * background maintenance (maintenance/prune.ts) runs these, one instance at a time under the
- * pruning lock.
+ * their retention, deleted in bounded batches (icons nothing refers to go the same way,
+ * domain/icons.ts). The background maintenance (maintenance/prune.ts) runs these, one instance at
+ * a time under the pruning lock.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';

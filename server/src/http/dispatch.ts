@@ -3,8 +3,9 @@
  * the operation needs one; count it against its rate limit (429), by that credential when it
  * resolved and by the client address when not; refuse it without a valid credential (401/403);
  * read the body (413/415/400); validate the request against the contract (400); and call the
- * operation's handler, once per `Idempotency-Key` when the request has one (http/idempotency.ts). Every path reaches here unless a static mount before it answered, so an
- * unknown path is a 404 in the envelope. The credential is checked before the body is read, so
+ * operation's handler, once per `Idempotency-Key` when the request has one (http/idempotency.ts).
+ * Every path reaches here unless a static mount before it answered, so an unknown path is a 404 in
+ * the envelope. The credential is checked before the body is read, so
  * that an anonymous caller cannot make the server read a large body; an `x-raw-body` operation's
  * body is read by its handler, if at all.
  *

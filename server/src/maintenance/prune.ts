@@ -1,14 +1,14 @@
 /**
  * Background maintenance: removes icons nothing refers to any more, `stripe_events` rows past
  * their retention, `Idempotency-Key`s past their lifetime and events older than
- * `EVENT_RETENTION_DAYS` (unless 0), in bounded batches, every few minutes. At start, and then before each run, it moves icon files an earlier release
- * left in `DATA_DIR/icons` into the icon store (storage/disk-icons.ts): every instance moves its
- * own folder, whichever instance prunes. On PostgreSQL one instance at a time prunes: each run
- * first takes a session advisory lock on a connection of its own, and an instance that finds it
- * taken skips the run. (Pruning stays correct if two runs ever overlap: the lock only spares the
- * duplicate work.) The embedded database has a single owning process, whose runs never overlap. A
- * failed run or move is logged as a warning and the next one tries again; nothing here ever stops
- * the service.
+ * `EVENT_RETENTION_DAYS` (unless 0), in bounded batches, every few minutes. At start, and then
+ * before each run, it moves icon files an earlier release left in `DATA_DIR/icons` into the icon
+ * store (storage/disk-icons.ts): every instance moves its own folder, whichever instance prunes.
+ * On PostgreSQL one instance at a time prunes: each run first takes a session advisory lock on a
+ * connection of its own, and an instance that finds it taken skips the run. (Pruning stays correct
+ * if two runs ever overlap: the lock only spares the duplicate work.) The embedded database has a
+ * single owning process, whose runs never overlap. A failed run or move is logged as a warning and
+ * the next one tries again; nothing here ever stops the service.
  */
 import path from 'node:path';
 import type { Logger } from 'pino';
@@ -42,7 +42,7 @@ export interface MaintenanceOptions {
   /**
    * `Idempotency-Key`s per batch and batches per run, with the events' pause between two batches:
    * at most 200,000 a run, about 58 million a day at one run every 5 minutes (a credential at its
-   * rate limit makes 864,000 a day). A key holds its answer, up to about 1.3 MiB: a batch stays
+   * rate limit makes 864,000 a day). A key holds its answer, up to about 1.5 MiB: a batch stays
    * small enough to finish well within a statement's timeout even then.
    */
   keyBatchSize: number;
@@ -204,6 +204,7 @@ export class Maintenance {
     });
   }
 
+  /** Keys used more than a day ago (domain/idempotency.ts). */
   private pruneIdempotencyKeys(): Promise<number> {
     return deleteExpiredIdempotencyKeys(this.db.orm.em.fork(), {
       batchSize: this.options.keyBatchSize,
