@@ -4,7 +4,8 @@
  * `Idempotent-Replayed: true`, and is done once (counted in the database); the key on another
  * request is 422, while its first request runs 409; keys are per user, shared by a user's
  * credentials and by every instance, live 24 hours and are then pruned; recorded refusals replay,
- * failures give the key back; a bad key is 400; a request without one is untouched.
+ * failures give the key back; a bad key is 400; a request without one is untouched. And the
+ * service refuses a contract that declares a key where it could not honour one.
  */
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
@@ -12,6 +13,7 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { loadConfig } from '../server/src/config.js';
 import { DatabaseIconRows } from '../server/src/domain/icons.js';
+import { Contract, contractDocument } from '../server/src/http/contract.js';
 import { Maintenance, MAINTENANCE_DEFAULTS } from '../server/src/maintenance/prune.js';
 import { IconStore } from '../server/src/storage/icons.js';
 import { apiToken, inviteCode, signUp, uniqueName, type TestUser } from './support/accounts.js';
@@ -439,5 +441,22 @@ describe('idempotency keys', () => {
       expect(await count('select count(*)::int as n from users where username in (?)', [names])).to.equal(2);
       expect(await count('select count(*)::int as n from idempotency_keys where key = ?', [key])).to.equal(0);
     });
+  });
+});
+
+describe('the service loading its contract', () => {
+  it('refuses a contract that declares the key on a route without a credential or with a raw body, which could not honour one', async () => {
+    const loads = async (path: string) => {
+      const document = structuredClone(contractDocument) as unknown as { paths: Record<string, { post: { parameters?: unknown[] } }> };
+      const op = document.paths[path]!.post;
+      op.parameters = [...(op.parameters ?? []), { $ref: '#/components/parameters/IdempotencyKey' }];
+      return Contract.load(document as never).then(
+        () => 'loaded',
+        (error: Error) => error.message,
+      );
+    };
+    expect(await loads('/v1/projects')).to.equal('loaded');
+    expect(await loads('/v1/auth/signup')).to.equal('signup: Idempotency-Key needs a credential and a parsed body');
+    expect(await loads('/v1/billing/webhook')).to.equal('stripeWebhook: Idempotency-Key needs a credential and a parsed body');
   });
 });
