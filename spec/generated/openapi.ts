@@ -641,6 +641,12 @@ export interface components {
             /** @description Pass as `cursor` to get the next page; null on the last page. */
             next_cursor: string | null;
         };
+        /** @description Success envelope around one page of a list (`ProjectPageEnvelope`). */
+        ActivityPageEnvelope: {
+            data: components["schemas"]["ActivityPage"];
+            /** @enum {boolean} */
+            success: true;
+        };
         /** @description An API token as listed: never the token itself. */
         ApiToken: {
             /** Format: date-time */
@@ -663,6 +669,12 @@ export interface components {
             items: components["schemas"]["ApiToken"][];
             /** @description Pass as `cursor` to get the next page; null on the last page. */
             next_cursor: string | null;
+        };
+        /** @description Success envelope around one page of a list (`ProjectPageEnvelope`). */
+        ApiTokenPageEnvelope: {
+            data: components["schemas"]["ApiTokenPage"];
+            /** @enum {boolean} */
+            success: true;
         };
         /** @description One event of a batch: the fields of a single publication, plus the name of the feed it goes to. */
         BatchEventItem: {
@@ -699,6 +711,12 @@ export interface components {
             name: string;
             /** @description API token, `api_` followed by 43 URL-safe characters (256 random bits). */
             token: string;
+        };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        CreatedApiTokenEnvelope: {
+            data: components["schemas"]["CreatedApiToken"];
+            /** @enum {boolean} */
+            success: true;
         };
         CreateFeedRequest: {
             /** @description At most 500 characters; null for none. */
@@ -773,6 +791,12 @@ export interface components {
             /** Format: date-time */
             timestamp: string;
         };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        EventEnvelope: {
+            data: components["schemas"]["Event"];
+            /** @enum {boolean} */
+            success: true;
+        };
         /**
          * @description One page of a list: at most `limit` items, and at most about 1 MiB of them, so a page of large
          *     items may hold fewer than `limit` (always at least one). Follow `next_cursor` until it is null.
@@ -781,6 +805,12 @@ export interface components {
             items: components["schemas"]["Event"][];
             /** @description Pass as `cursor` to get the next page; null on the last page. */
             next_cursor: string | null;
+        };
+        /** @description Success envelope around one page of a list (`ProjectPageEnvelope`). */
+        EventPageEnvelope: {
+            data: components["schemas"]["EventPage"];
+            /** @enum {boolean} */
+            success: true;
         };
         /** @description A feed: a named stream of events inside a project. */
         Feed: {
@@ -795,6 +825,12 @@ export interface components {
              */
             type: number;
         };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        FeedEnvelope: {
+            data: components["schemas"]["Feed"];
+            /** @enum {boolean} */
+            success: true;
+        };
         /** @description Lower-case letters, digits and hyphens, 1–40 characters, starting and ending with a letter or digit. */
         FeedName: string;
         /**
@@ -806,9 +842,32 @@ export interface components {
             /** @description Pass as `cursor` to get the next page; null on the last page. */
             next_cursor: string | null;
         };
+        /** @description Success envelope around one page of a list (`ProjectPageEnvelope`). */
+        FeedPageEnvelope: {
+            data: components["schemas"]["FeedPage"];
+            /** @enum {boolean} */
+            success: true;
+        };
         Greeting: {
             /** @description A greeting. */
             message: string;
+        };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        GreetingEnvelope: {
+            data: components["schemas"]["Greeting"];
+            /** @enum {boolean} */
+            success: true;
+        };
+        /** @description The process (liveness) or its database (readiness) is fine. */
+        Health: {
+            /** @enum {string} */
+            status: "ok";
+        };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        HealthEnvelope: {
+            data: components["schemas"]["Health"];
+            /** @enum {boolean} */
+            success: true;
         };
         /**
          * Format: uuid
@@ -826,6 +885,12 @@ export interface components {
             updated_at: string;
             value: components["schemas"]["InsightValue"];
         };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        InsightEnvelope: {
+            data: components["schemas"]["Insight"];
+            /** @enum {boolean} */
+            success: true;
+        };
         /**
          * @description One page of a list: at most `limit` items, and at most about 1 MiB of them, so a page of large
          *     items may hold fewer than `limit` (always at least one). Follow `next_cursor` until it is null.
@@ -834,6 +899,12 @@ export interface components {
             items: components["schemas"]["Insight"][];
             /** @description Pass as `cursor` to get the next page; null on the last page. */
             next_cursor: string | null;
+        };
+        /** @description Success envelope around one page of a list (`ProjectPageEnvelope`). */
+        InsightPageEnvelope: {
+            data: components["schemas"]["InsightPage"];
+            /** @enum {boolean} */
+            success: true;
         };
         /** @description 1–100 characters. */
         InsightTitle: string;
@@ -859,6 +930,12 @@ export interface components {
             /** @description The invited user. */
             user: components["schemas"]["Member"];
         };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        InviteEnvelope: {
+            data: components["schemas"]["Invite"];
+            /** @enum {boolean} */
+            success: true;
+        };
         /**
          * @description One page of a list: at most `limit` items, and at most about 1 MiB of them, so a page of large
          *     items may hold fewer than `limit` (always at least one). Follow `next_cursor` until it is null.
@@ -867,6 +944,12 @@ export interface components {
             items: components["schemas"]["Invite"][];
             /** @description Pass as `cursor` to get the next page; null on the last page. */
             next_cursor: string | null;
+        };
+        /** @description Success envelope around one page of a list (`ProjectPageEnvelope`). */
+        InvitePageEnvelope: {
+            data: components["schemas"]["InvitePage"];
+            /** @enum {boolean} */
+            success: true;
         };
         LoginRequest: {
             /** @description Username or email address, without regard to case. */
@@ -887,6 +970,10 @@ export interface components {
         };
         /** @description Lower-case letters, digits and hyphens, 3–40 characters, starting and ending with a letter or digit. Unique across projects. */
         Namespace: string;
+        /** @description An OpenAPI 3.0 document, as JSON. */
+        OpenApiDocument: {
+            [key: string]: unknown;
+        };
         Project: {
             /** @description The Stripe subscription id, or null when there is none. Clients cannot write it. */
             billing_id: string | null;
@@ -907,6 +994,12 @@ export interface components {
              */
             tier: number;
         };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        ProjectEnvelope: {
+            data: components["schemas"]["Project"];
+            /** @enum {boolean} */
+            success: true;
+        };
         /** @description 1–100 characters after trimming surrounding white space. */
         ProjectName: string;
         /**
@@ -918,10 +1011,22 @@ export interface components {
             /** @description Pass as `cursor` to get the next page; null on the last page. */
             next_cursor: string | null;
         };
+        /** @description Success envelope around one page of a list (`ProjectPageEnvelope`). */
+        ProjectPageEnvelope: {
+            data: components["schemas"]["ProjectPage"];
+            /** @enum {boolean} */
+            success: true;
+        };
         /** @description The events of a batch as stored, in the order they were sent. */
         PublishedEvents: {
             /** @description One per event sent, in the order sent. */
             items: components["schemas"]["Event"][];
+        };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        PublishedEventsEnvelope: {
+            data: components["schemas"]["PublishedEvents"];
+            /** @enum {boolean} */
+            success: true;
         };
         PublishEventRequest: {
             description?: string | null;
@@ -971,6 +1076,12 @@ export interface components {
             /** @description Pass as `cursor` to get the next page; null on the last page. */
             next_cursor: string | null;
         };
+        /** @description Success envelope around one page of a list (`ProjectPageEnvelope`). */
+        ReceivedInvitePageEnvelope: {
+            data: components["schemas"]["ReceivedInvitePage"];
+            /** @enum {boolean} */
+            success: true;
+        };
         /** @description A new session. The token is shown once; only its hash is stored. */
         SessionGrant: {
             /**
@@ -981,6 +1092,12 @@ export interface components {
             /** @description Session token, `ses_` followed by 43 URL-safe characters (256 random bits). */
             token: string;
             user: components["schemas"]["User"];
+        };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        SessionGrantEnvelope: {
+            data: components["schemas"]["SessionGrant"];
+            /** @enum {boolean} */
+            success: true;
         };
         ShortString: string;
         SignupRequest: {
@@ -994,6 +1111,10 @@ export interface components {
             /** @description 8–72 bytes in UTF-8 (bcrypt reads no further than 72, so longer ones are refused, not truncated). */
             password: string;
             username: components["schemas"]["Username"];
+        };
+        /** @description A Stripe event, as Stripe sends it (see Stripe's documentation of event objects). */
+        StripeEvent: {
+            [key: string]: unknown;
         };
         TagString: string;
         /** @description A tag value: a string of at most 200 characters, a number or a boolean. */
@@ -1038,11 +1159,23 @@ export interface components {
             id: components["schemas"]["Id"];
             username: string;
         };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        UserEnvelope: {
+            data: components["schemas"]["User"];
+            /** @enum {boolean} */
+            success: true;
+        };
         /** @description 3–32 characters of letters, digits, `_` and `-`; unique without regard to case and stored lower-case. */
         Username: string;
         WebhookReceipt: {
             /** @enum {boolean} */
             received: true;
+        };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        WebhookReceiptEnvelope: {
+            data: components["schemas"]["WebhookReceipt"];
+            /** @enum {boolean} */
+            success: true;
         };
     };
     responses: never;
@@ -1082,14 +1215,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: {
-                            /** @enum {string} */
-                            status: "ok";
-                        };
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["HealthEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
@@ -1161,14 +1287,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: {
-                            /** @enum {string} */
-                            status: "ok";
-                        };
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["HealthEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
@@ -1240,11 +1359,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Greeting"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["GreetingEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
@@ -1316,11 +1431,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["SessionGrant"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["SessionGrantEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -1489,11 +1600,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["SessionGrant"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["SessionGrantEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -1608,11 +1715,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ApiTokenPage"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["ApiTokenPageEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
@@ -1709,11 +1812,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["CreatedApiToken"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["CreatedApiTokenEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -1912,9 +2011,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    [key: string]: unknown;
-                };
+                "application/json": components["schemas"]["StripeEvent"];
             };
         };
         responses: {
@@ -1924,11 +2021,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["WebhookReceipt"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["WebhookReceiptEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -2010,9 +2103,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["OpenApiDocument"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
@@ -2089,11 +2180,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ProjectPage"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["ProjectPageEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
@@ -2181,11 +2268,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Project"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["ProjectEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -2297,11 +2380,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Project"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["ProjectEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
@@ -2497,11 +2576,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Project"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["ProjectEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -2636,11 +2711,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ActivityPage"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["ActivityPageEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
@@ -2742,11 +2813,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["EventPage"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["EventPageEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
@@ -2845,11 +2912,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["PublishedEvents"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["PublishedEventsEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -2962,13 +3025,19 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The request has succeeded. */
+            /**
+             * @description 200: a `text/event-stream` that lasts until the client or the server ends it, written as events
+             *     happen (never buffered; no `ETag`). It opens with `retry: 2000`. Each event is one message:
+             *     `id: <the event's id>`, `event: event`, and `data: <the Event as JSON, on one line>`, then a blank
+             *     line; the schema here is that of `data`. Between events, a comment line `: heartbeat` every 15 s
+             *     (`LIVE_HEARTBEAT_MS`) keeps the connection open.
+             */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": string;
+                    "text/event-stream": components["schemas"]["Event"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -3058,11 +3127,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["FeedPage"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["FeedPageEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
@@ -3161,11 +3226,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Feed"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["FeedEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -3382,11 +3443,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Feed"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["FeedEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -3514,11 +3571,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Event"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["EventEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -3644,11 +3697,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["InsightPage"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["InsightPageEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
@@ -3747,11 +3796,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Insight"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["InsightEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -3959,11 +4004,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Insight"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["InsightEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -4089,11 +4130,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["InvitePage"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["InvitePageEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
@@ -4192,11 +4229,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Invite"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["InviteEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -4323,11 +4356,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Project"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["ProjectEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -4606,11 +4635,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["User"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["UserEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
@@ -4697,11 +4722,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ReceivedInvitePage"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["ReceivedInvitePageEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
