@@ -1181,8 +1181,20 @@ export interface components {
     responses: never;
     parameters: {
         "FeedPath.feed": components["schemas"]["FeedName"];
+        /**
+         * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+         *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+         *     (keys of different users never meet). Within that time, the same key on the same method, path
+         *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+         *     and the work is not done a second time; on another method, path or body it is 422
+         *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+         *     is 409 `idempotency_in_progress`.
+         */
         IdempotencyKey: string;
-        /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+        /**
+         * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+         *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+         */
         IfNoneMatch: string;
         /** @description The `next_cursor` of the previous page; omit for the first page. A cursor this service did not issue is 400. */
         "PageQuery.cursor": string;
@@ -1200,7 +1212,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
@@ -1211,6 +1226,10 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -1221,6 +1240,10 @@ export interface operations {
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -1272,7 +1295,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
@@ -1283,6 +1309,10 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -1293,6 +1323,10 @@ export interface operations {
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -1344,7 +1378,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
@@ -1355,6 +1392,10 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -1365,6 +1406,10 @@ export interface operations {
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -1700,7 +1745,10 @@ export interface operations {
                 limit?: components["parameters"]["PageQuery.limit"];
             };
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
@@ -1711,6 +1759,10 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -1721,6 +1773,10 @@ export interface operations {
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -1791,6 +1847,15 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -1808,6 +1873,7 @@ export interface operations {
              */
             201: {
                 headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
@@ -2088,7 +2154,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
@@ -2099,6 +2168,10 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -2109,6 +2182,10 @@ export interface operations {
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -2165,7 +2242,10 @@ export interface operations {
                 limit?: components["parameters"]["PageQuery.limit"];
             };
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
@@ -2176,6 +2256,10 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -2186,6 +2270,10 @@ export interface operations {
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -2247,6 +2335,15 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -2264,6 +2361,7 @@ export interface operations {
              */
             201: {
                 headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
@@ -2363,7 +2461,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
@@ -2376,6 +2477,10 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -2386,6 +2491,10 @@ export interface operations {
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -2553,6 +2662,15 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -2572,6 +2690,7 @@ export interface operations {
              */
             200: {
                 headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
@@ -2694,7 +2813,10 @@ export interface operations {
                 limit?: components["parameters"]["PageQuery.limit"];
             };
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
@@ -2707,6 +2829,10 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -2717,6 +2843,10 @@ export interface operations {
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -2796,7 +2926,10 @@ export interface operations {
                 tag?: string;
             };
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
@@ -2809,6 +2942,10 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -2819,6 +2956,10 @@ export interface operations {
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -2889,6 +3030,15 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -2908,6 +3058,7 @@ export interface operations {
              */
             201: {
                 headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
@@ -3110,7 +3261,10 @@ export interface operations {
                 limit?: components["parameters"]["PageQuery.limit"];
             };
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
@@ -3123,6 +3277,10 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -3133,6 +3291,10 @@ export interface operations {
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -3203,6 +3365,15 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -3222,6 +3393,7 @@ export interface operations {
              */
             201: {
                 headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
@@ -3419,6 +3591,15 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -3439,6 +3620,7 @@ export interface operations {
              */
             200: {
                 headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
@@ -3547,6 +3729,15 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -3567,6 +3758,7 @@ export interface operations {
              */
             201: {
                 headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
@@ -3680,7 +3872,10 @@ export interface operations {
                 limit?: components["parameters"]["PageQuery.limit"];
             };
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
@@ -3693,6 +3888,10 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -3703,6 +3902,10 @@ export interface operations {
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -3773,6 +3976,15 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -3792,6 +4004,7 @@ export interface operations {
              */
             201: {
                 headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
@@ -3980,6 +4193,15 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -4000,6 +4222,7 @@ export interface operations {
              */
             200: {
                 headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
@@ -4113,7 +4336,10 @@ export interface operations {
                 limit?: components["parameters"]["PageQuery.limit"];
             };
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
@@ -4126,6 +4352,10 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -4136,6 +4366,10 @@ export interface operations {
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -4206,6 +4440,15 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -4225,6 +4468,7 @@ export interface operations {
              */
             201: {
                 headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
@@ -4620,7 +4864,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
@@ -4631,6 +4878,10 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -4641,6 +4892,10 @@ export interface operations {
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -4707,7 +4962,10 @@ export interface operations {
                 limit?: components["parameters"]["PageQuery.limit"];
             };
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
@@ -4718,6 +4976,10 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -4728,6 +4990,10 @@ export interface operations {
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
