@@ -641,6 +641,12 @@ export interface components {
             /** @description Pass as `cursor` to get the next page; null on the last page. */
             next_cursor: string | null;
         };
+        /** @description Success envelope around one page of a list (`ProjectPageEnvelope`). */
+        ActivityPageEnvelope: {
+            data: components["schemas"]["ActivityPage"];
+            /** @enum {boolean} */
+            success: true;
+        };
         /** @description An API token as listed: never the token itself. */
         ApiToken: {
             /** Format: date-time */
@@ -663,6 +669,12 @@ export interface components {
             items: components["schemas"]["ApiToken"][];
             /** @description Pass as `cursor` to get the next page; null on the last page. */
             next_cursor: string | null;
+        };
+        /** @description Success envelope around one page of a list (`ProjectPageEnvelope`). */
+        ApiTokenPageEnvelope: {
+            data: components["schemas"]["ApiTokenPage"];
+            /** @enum {boolean} */
+            success: true;
         };
         /** @description One event of a batch: the fields of a single publication, plus the name of the feed it goes to. */
         BatchEventItem: {
@@ -699,6 +711,12 @@ export interface components {
             name: string;
             /** @description API token, `api_` followed by 43 URL-safe characters (256 random bits). */
             token: string;
+        };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        CreatedApiTokenEnvelope: {
+            data: components["schemas"]["CreatedApiToken"];
+            /** @enum {boolean} */
+            success: true;
         };
         CreateFeedRequest: {
             /** @description At most 500 characters; null for none. */
@@ -773,6 +791,12 @@ export interface components {
             /** Format: date-time */
             timestamp: string;
         };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        EventEnvelope: {
+            data: components["schemas"]["Event"];
+            /** @enum {boolean} */
+            success: true;
+        };
         /**
          * @description One page of a list: at most `limit` items, and at most about 1 MiB of them, so a page of large
          *     items may hold fewer than `limit` (always at least one). Follow `next_cursor` until it is null.
@@ -781,6 +805,12 @@ export interface components {
             items: components["schemas"]["Event"][];
             /** @description Pass as `cursor` to get the next page; null on the last page. */
             next_cursor: string | null;
+        };
+        /** @description Success envelope around one page of a list (`ProjectPageEnvelope`). */
+        EventPageEnvelope: {
+            data: components["schemas"]["EventPage"];
+            /** @enum {boolean} */
+            success: true;
         };
         /** @description A feed: a named stream of events inside a project. */
         Feed: {
@@ -795,6 +825,12 @@ export interface components {
              */
             type: number;
         };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        FeedEnvelope: {
+            data: components["schemas"]["Feed"];
+            /** @enum {boolean} */
+            success: true;
+        };
         /** @description Lower-case letters, digits and hyphens, 1–40 characters, starting and ending with a letter or digit. */
         FeedName: string;
         /**
@@ -806,9 +842,32 @@ export interface components {
             /** @description Pass as `cursor` to get the next page; null on the last page. */
             next_cursor: string | null;
         };
+        /** @description Success envelope around one page of a list (`ProjectPageEnvelope`). */
+        FeedPageEnvelope: {
+            data: components["schemas"]["FeedPage"];
+            /** @enum {boolean} */
+            success: true;
+        };
         Greeting: {
             /** @description A greeting. */
             message: string;
+        };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        GreetingEnvelope: {
+            data: components["schemas"]["Greeting"];
+            /** @enum {boolean} */
+            success: true;
+        };
+        /** @description The process (liveness) or its database (readiness) is fine. */
+        Health: {
+            /** @enum {string} */
+            status: "ok";
+        };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        HealthEnvelope: {
+            data: components["schemas"]["Health"];
+            /** @enum {boolean} */
+            success: true;
         };
         /**
          * Format: uuid
@@ -826,6 +885,12 @@ export interface components {
             updated_at: string;
             value: components["schemas"]["InsightValue"];
         };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        InsightEnvelope: {
+            data: components["schemas"]["Insight"];
+            /** @enum {boolean} */
+            success: true;
+        };
         /**
          * @description One page of a list: at most `limit` items, and at most about 1 MiB of them, so a page of large
          *     items may hold fewer than `limit` (always at least one). Follow `next_cursor` until it is null.
@@ -834,6 +899,12 @@ export interface components {
             items: components["schemas"]["Insight"][];
             /** @description Pass as `cursor` to get the next page; null on the last page. */
             next_cursor: string | null;
+        };
+        /** @description Success envelope around one page of a list (`ProjectPageEnvelope`). */
+        InsightPageEnvelope: {
+            data: components["schemas"]["InsightPage"];
+            /** @enum {boolean} */
+            success: true;
         };
         /** @description 1–100 characters. */
         InsightTitle: string;
@@ -859,6 +930,12 @@ export interface components {
             /** @description The invited user. */
             user: components["schemas"]["Member"];
         };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        InviteEnvelope: {
+            data: components["schemas"]["Invite"];
+            /** @enum {boolean} */
+            success: true;
+        };
         /**
          * @description One page of a list: at most `limit` items, and at most about 1 MiB of them, so a page of large
          *     items may hold fewer than `limit` (always at least one). Follow `next_cursor` until it is null.
@@ -867,6 +944,12 @@ export interface components {
             items: components["schemas"]["Invite"][];
             /** @description Pass as `cursor` to get the next page; null on the last page. */
             next_cursor: string | null;
+        };
+        /** @description Success envelope around one page of a list (`ProjectPageEnvelope`). */
+        InvitePageEnvelope: {
+            data: components["schemas"]["InvitePage"];
+            /** @enum {boolean} */
+            success: true;
         };
         LoginRequest: {
             /** @description Username or email address, without regard to case. */
@@ -887,6 +970,10 @@ export interface components {
         };
         /** @description Lower-case letters, digits and hyphens, 3–40 characters, starting and ending with a letter or digit. Unique across projects. */
         Namespace: string;
+        /** @description An OpenAPI 3.0 document, as JSON. */
+        OpenApiDocument: {
+            [key: string]: unknown;
+        };
         Project: {
             /** @description The Stripe subscription id, or null when there is none. Clients cannot write it. */
             billing_id: string | null;
@@ -907,6 +994,12 @@ export interface components {
              */
             tier: number;
         };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        ProjectEnvelope: {
+            data: components["schemas"]["Project"];
+            /** @enum {boolean} */
+            success: true;
+        };
         /** @description 1–100 characters after trimming surrounding white space. */
         ProjectName: string;
         /**
@@ -918,10 +1011,22 @@ export interface components {
             /** @description Pass as `cursor` to get the next page; null on the last page. */
             next_cursor: string | null;
         };
+        /** @description Success envelope around one page of a list (`ProjectPageEnvelope`). */
+        ProjectPageEnvelope: {
+            data: components["schemas"]["ProjectPage"];
+            /** @enum {boolean} */
+            success: true;
+        };
         /** @description The events of a batch as stored, in the order they were sent. */
         PublishedEvents: {
             /** @description One per event sent, in the order sent. */
             items: components["schemas"]["Event"][];
+        };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        PublishedEventsEnvelope: {
+            data: components["schemas"]["PublishedEvents"];
+            /** @enum {boolean} */
+            success: true;
         };
         PublishEventRequest: {
             description?: string | null;
@@ -971,6 +1076,12 @@ export interface components {
             /** @description Pass as `cursor` to get the next page; null on the last page. */
             next_cursor: string | null;
         };
+        /** @description Success envelope around one page of a list (`ProjectPageEnvelope`). */
+        ReceivedInvitePageEnvelope: {
+            data: components["schemas"]["ReceivedInvitePage"];
+            /** @enum {boolean} */
+            success: true;
+        };
         /** @description A new session. The token is shown once; only its hash is stored. */
         SessionGrant: {
             /**
@@ -981,6 +1092,12 @@ export interface components {
             /** @description Session token, `ses_` followed by 43 URL-safe characters (256 random bits). */
             token: string;
             user: components["schemas"]["User"];
+        };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        SessionGrantEnvelope: {
+            data: components["schemas"]["SessionGrant"];
+            /** @enum {boolean} */
+            success: true;
         };
         ShortString: string;
         SignupRequest: {
@@ -994,6 +1111,10 @@ export interface components {
             /** @description 8–72 bytes in UTF-8 (bcrypt reads no further than 72, so longer ones are refused, not truncated). */
             password: string;
             username: components["schemas"]["Username"];
+        };
+        /** @description A Stripe event, as Stripe sends it (see Stripe's documentation of event objects). */
+        StripeEvent: {
+            [key: string]: unknown;
         };
         TagString: string;
         /** @description A tag value: a string of at most 200 characters, a number or a boolean. */
@@ -1038,18 +1159,42 @@ export interface components {
             id: components["schemas"]["Id"];
             username: string;
         };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        UserEnvelope: {
+            data: components["schemas"]["User"];
+            /** @enum {boolean} */
+            success: true;
+        };
         /** @description 3–32 characters of letters, digits, `_` and `-`; unique without regard to case and stored lower-case. */
         Username: string;
         WebhookReceipt: {
             /** @enum {boolean} */
             received: true;
         };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        WebhookReceiptEnvelope: {
+            data: components["schemas"]["WebhookReceipt"];
+            /** @enum {boolean} */
+            success: true;
+        };
     };
     responses: never;
     parameters: {
         "FeedPath.feed": components["schemas"]["FeedName"];
+        /**
+         * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+         *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+         *     (keys of different users never meet). Within that time, the same key on the same method, path
+         *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+         *     and the work is not done a second time; on another method, path or body it is 422
+         *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+         *     is 409 `idempotency_in_progress`.
+         */
         IdempotencyKey: string;
-        /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+        /**
+         * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+         *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+         */
         IfNoneMatch: string;
         /** @description The `next_cursor` of the previous page; omit for the first page. A cursor this service did not issue is 400. */
         "PageQuery.cursor": string;
@@ -1067,7 +1212,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
@@ -1078,23 +1226,24 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: {
-                            /** @enum {string} */
-                            status: "ok";
-                        };
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["HealthEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -1146,7 +1295,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
@@ -1157,23 +1309,24 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: {
-                            /** @enum {string} */
-                            status: "ok";
-                        };
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["HealthEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -1225,7 +1378,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
@@ -1236,20 +1392,24 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Greeting"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["GreetingEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -1316,11 +1476,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["SessionGrant"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["SessionGrantEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -1489,11 +1645,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["SessionGrant"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["SessionGrantEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -1593,7 +1745,10 @@ export interface operations {
                 limit?: components["parameters"]["PageQuery.limit"];
             };
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
@@ -1604,20 +1759,24 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ApiTokenPage"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["ApiTokenPageEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -1688,6 +1847,15 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -1705,15 +1873,12 @@ export interface operations {
              */
             201: {
                 headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["CreatedApiToken"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["CreatedApiTokenEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -1912,9 +2077,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    [key: string]: unknown;
-                };
+                "application/json": components["schemas"]["StripeEvent"];
             };
         };
         responses: {
@@ -1924,11 +2087,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["WebhookReceipt"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["WebhookReceiptEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -1995,7 +2154,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
@@ -2006,18 +2168,24 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["OpenApiDocument"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -2074,7 +2242,10 @@ export interface operations {
                 limit?: components["parameters"]["PageQuery.limit"];
             };
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
@@ -2085,20 +2256,24 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ProjectPage"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["ProjectPageEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -2160,6 +2335,15 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -2177,15 +2361,12 @@ export interface operations {
              */
             201: {
                 headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Project"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["ProjectEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -2280,7 +2461,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
@@ -2293,20 +2477,24 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Project"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["ProjectEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -2474,6 +2662,15 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -2493,15 +2690,12 @@ export interface operations {
              */
             200: {
                 headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Project"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["ProjectEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -2619,7 +2813,10 @@ export interface operations {
                 limit?: components["parameters"]["PageQuery.limit"];
             };
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
@@ -2632,20 +2829,24 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ActivityPage"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["ActivityPageEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -2725,7 +2926,10 @@ export interface operations {
                 tag?: string;
             };
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
@@ -2738,20 +2942,24 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["EventPage"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["EventPageEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -2822,6 +3030,15 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -2841,15 +3058,12 @@ export interface operations {
              */
             201: {
                 headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["PublishedEvents"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["PublishedEventsEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -2962,13 +3176,19 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The request has succeeded. */
+            /**
+             * @description 200: a `text/event-stream` that lasts until the client or the server ends it, written as events
+             *     happen (never buffered; no `ETag`). It opens with `retry: 2000`. Each event is one message:
+             *     `id: <the event's id>`, `event: event`, and `data: <the Event as JSON, on one line>`, then a blank
+             *     line; the schema here is that of `data`. Between events, a comment line `: heartbeat` every 15 s
+             *     (`LIVE_HEARTBEAT_MS`) keeps the connection open.
+             */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": string;
+                    "text/event-stream": components["schemas"]["Event"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -3041,7 +3261,10 @@ export interface operations {
                 limit?: components["parameters"]["PageQuery.limit"];
             };
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
@@ -3054,20 +3277,24 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["FeedPage"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["FeedPageEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -3138,6 +3365,15 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -3157,15 +3393,12 @@ export interface operations {
              */
             201: {
                 headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Feed"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["FeedEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -3358,6 +3591,15 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -3378,15 +3620,12 @@ export interface operations {
              */
             200: {
                 headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Feed"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["FeedEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -3490,6 +3729,15 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -3510,15 +3758,12 @@ export interface operations {
              */
             201: {
                 headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Event"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["EventEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -3627,7 +3872,10 @@ export interface operations {
                 limit?: components["parameters"]["PageQuery.limit"];
             };
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
@@ -3640,20 +3888,24 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["InsightPage"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["InsightPageEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -3724,6 +3976,15 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -3743,15 +4004,12 @@ export interface operations {
              */
             201: {
                 headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Insight"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["InsightEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -3935,6 +4193,15 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -3955,15 +4222,12 @@ export interface operations {
              */
             200: {
                 headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Insight"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["InsightEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -4072,7 +4336,10 @@ export interface operations {
                 limit?: components["parameters"]["PageQuery.limit"];
             };
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
@@ -4085,20 +4352,24 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["InvitePage"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["InvitePageEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -4169,6 +4440,15 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -4188,15 +4468,12 @@ export interface operations {
              */
             201: {
                 headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Invite"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["InviteEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -4323,11 +4600,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Project"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["ProjectEnvelope"];
                 };
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
@@ -4591,7 +4864,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
@@ -4602,20 +4878,24 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["User"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["UserEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -4682,7 +4962,10 @@ export interface operations {
                 limit?: components["parameters"]["PageQuery.limit"];
             };
             header?: {
-                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
@@ -4693,20 +4976,24 @@ export interface operations {
             /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ReceivedInvitePage"];
-                        /** @enum {boolean} */
-                        success: true;
-                    };
+                    "application/json": components["schemas"]["ReceivedInvitePageEnvelope"];
                 };
             };
             /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
             304: {
                 headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
                     ETag?: string;
                     [name: string]: unknown;
                 };
