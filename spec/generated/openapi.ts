@@ -147,7 +147,10 @@ export interface paths {
          * Create an API token
          * @description Extension: mints an API token for the caller. Session token only. 409 `limit_reached` when the
          *     caller has as many API tokens as a user may (`MAX_API_TOKENS_PER_USER`, 50 by default; expired
-         *     tokens count until revoked).
+         *     tokens count until revoked). It takes no `Idempotency-Key` (one sent is ignored, as on sign-up
+         *     and login): its answer holds the new token, shown once and kept only as a hash, so it could not
+         *     be given again. A creation retried after a lost answer makes a second token; list the tokens
+         *     and revoke the one not needed.
          */
         post: operations["createApiToken"];
         delete?: never;
@@ -1846,18 +1849,7 @@ export interface operations {
     createApiToken: {
         parameters: {
             query?: never;
-            header?: {
-                /**
-                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
-                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
-                 *     (keys of different users never meet). Within that time, the same key on the same method, path
-                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
-                 *     and the work is not done a second time; on another method, path or body it is 422
-                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
-                 *     is 409 `idempotency_in_progress`.
-                 */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -1867,14 +1859,9 @@ export interface operations {
             };
         };
         responses: {
-            /**
-             * @description Success: the answer to the work done now, or, with `Idempotent-Replayed: true`, the first answer
-             *     to this `Idempotency-Key` given again.
-             */
+            /** @description 201: the resource was created; the payload is the new resource. */
             201: {
                 headers: {
-                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
-                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1929,15 +1916,6 @@ export interface operations {
             };
             /** @description 415 `unsupported_media_type`. */
             415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 422 `idempotency_key_reused`. */
-            422: {
                 headers: {
                     [name: string]: unknown;
                 };
