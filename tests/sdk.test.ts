@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import {
+  createRawClient,
   Signalboard,
   SignalboardAbortError,
   SignalboardApiError,
@@ -171,10 +172,10 @@ describe('SDK: resource methods against the server', function () {
 
   it('keeps the low-level client: typed by path, answering every status as { data, error, response }', async () => {
     const owner = await signUp();
-    const sb = new Signalboard({ baseUrl: baseUrl(), token: owner.token });
-    const me = await sb.raw.GET('/v1/users/me');
+    const raw = createRawClient({ baseUrl: baseUrl(), token: owner.token });
+    const me = await raw.GET('/v1/users/me');
     expect(me.data?.data.username).to.equal(owner.username);
-    const missing = await sb.raw.GET('/v1/projects/{namespace}', { params: { path: { namespace: 'no-such-project' } } });
+    const missing = await raw.GET('/v1/projects/{namespace}', { params: { path: { namespace: 'no-such-project' } } });
     expect(missing.response.status).to.equal(404);
     expect(missing.error?.error.code).to.equal('not_found');
   });

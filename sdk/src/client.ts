@@ -1,7 +1,8 @@
 /**
  * The Signalboard client: every operation of the contract as a method of its resource
  * (generated/operations.ts), with two written by hand on top, `insights.increment` and
- * `events.stream`, and the low-level path client as `raw`.
+ * `events.stream`. The low-level client typed by path is apart (createRawClient, raw.ts), so that a
+ * bundle that does not use it does not carry it.
  *
  *   const sb = new Signalboard({ baseUrl: 'https://signalboard.example.com', token: process.env.SIGNALBOARD_TOKEN });
  *   const project = await sb.projects.create({ name: 'Acme', namespace: 'acme' });
@@ -13,7 +14,6 @@ import { Requester, type RequestOptions } from './caller.js';
 import type { Body, Data, PathParam } from './contract.js';
 import * as generated from './generated/operations.js';
 import { clientHeaders, settingsOf, type SignalboardOptions } from './options.js';
-import { rawClientOf, type RawClient } from './raw.js';
 import { streamEvents, type StreamEventsOptions } from './stream.js';
 
 export interface InsightsResource extends generated.InsightsResource {
@@ -49,13 +49,10 @@ export interface EventsResource extends generated.EventsResource {
 export class Signalboard extends generated.Resources {
   declare readonly insights: InsightsResource;
   declare readonly events: EventsResource;
-  /** The low-level client: every path of the contract as a typed call answering `{ data, error, response }` (see raw.ts). */
-  readonly raw: RawClient;
 
   constructor(options: SignalboardOptions) {
     const settings = settingsOf(options);
     super(new Requester(settings));
-    this.raw = rawClientOf(settings);
     const insights = this.insights;
     Object.assign(insights, {
       increment: (namespace, insightId, by = 1, callOptions) => insights.update(namespace, insightId, { increment: by }, callOptions),

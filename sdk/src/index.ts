@@ -2,7 +2,8 @@
  * @signalboard/sdk: the Signalboard client. `new Signalboard({ baseUrl, token })` has every
  * operation of the contract as a method of its resource (`sb.projects.create(…)`,
  * `sb.insights.increment(…)`, `sb.events.stream(…)`), throws one error type, SignalboardError, and
- * retries what is safe to retry; `sb.raw` is the low-level client typed by path. README.md tells all.
+ * retries what is safe to retry; createRawClient makes the low-level client typed by path. README.md
+ * tells all.
  */
 import type { components, operations, paths } from '../../spec/generated/openapi.js';
 

@@ -14,7 +14,7 @@ import createFetchClient, { type Client, type FetchResponse, type MaybeOptionalI
 import type { HttpMethod, PathsWithMethod, RequiredKeysOf } from 'openapi-typescript-helpers';
 import type { paths } from '../../spec/generated/openapi.js';
 import { send } from './http.js';
-import { clientHeaders, policyOf, settingsOf, type Settings, type SignalboardOptions } from './options.js';
+import { clientHeaders, policyOf, settingsOf, type SignalboardOptions } from './options.js';
 
 type Init<P extends keyof paths, M extends HttpMethod> = MaybeOptionalInit<paths[P], M>;
 
@@ -40,11 +40,9 @@ export type RawClient = Omit<Client<paths>, 'GET' | 'PUT' | 'POST' | 'DELETE' | 
 /** Statuses whose answer has no body (a Response refuses to be made with one). */
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 
+/** A low-level client, with the same options as a Signalboard client. */
 export function createRawClient(options: SignalboardOptions): RawClient {
-  return rawClientOf(settingsOf(options));
-}
-
-export function rawClientOf(settings: Settings): RawClient {
+  const settings = settingsOf(options);
   const client = createFetchClient<paths>({
     baseUrl: settings.baseUrl,
     fetch: async (request: Request) => {
