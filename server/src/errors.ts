@@ -78,6 +78,14 @@ export class Conflict extends ApiError {
   }
 }
 
+/** The first request with this `Idempotency-Key` is still being handled (http/idempotency.ts): its answer is replayed once recorded. */
+export class IdempotencyInProgress extends ApiError {
+  constructor() {
+    const message = 'A request with this Idempotency-Key is still being handled; retry once it has answered.';
+    super(409, 'idempotency_in_progress', message, undefined, { 'Retry-After': '1' });
+  }
+}
+
 /** A collection a user can grow is at its cap (config.ts `limits`); `limit` names the setting. */
 export class LimitReached extends ApiError {
   constructor(what: string, limit: { setting: string; value: number }) {
@@ -98,6 +106,17 @@ export class PayloadTooLarge extends ApiError {
 export class UnsupportedMediaType extends ApiError {
   constructor() {
     super(415, 'unsupported_media_type', 'Send the body as application/json.');
+  }
+}
+
+/** The `Idempotency-Key` was used within its lifetime for a request with another method, path or body. */
+export class IdempotencyKeyReused extends ApiError {
+  constructor() {
+    super(
+      422,
+      'idempotency_key_reused',
+      'This Idempotency-Key was already used for a request with another method, path or body; use a new key for a new request.',
+    );
   }
 }
 

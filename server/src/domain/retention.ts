@@ -1,12 +1,14 @@
 /**
- * What the service stops keeping: recorded Stripe event ids and events past their retention,
- * deleted in bounded batches (icons nothing refers to go the same way, domain/icons.ts). The
- * background maintenance (maintenance/prune.ts) runs these, one instance at a time under the
- * pruning lock.
+ * What the service stops keeping: recorded Stripe event ids, events and `Idempotency-Key`s past
+ * their retention, deleted in bounded batches (icons nothing refers to go the same way,
+ * domain/icons.ts). The background maintenance (maintenance/prune.ts) runs these, one instance at
+ * a time under the pruning lock.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { deleteExpiredKeys } from '../db/queries/idempotency.js';
 import { deleteEventsWithIdBelow, deleteStripeEventsBefore } from '../db/queries/retention.js';
+import { KEY_LIFETIME_MS } from './idempotency.js';
 
 export { tryPruneLock } from '../db/queries/retention.js';
 
@@ -62,4 +64,9 @@ export function firstUuidV7At(time: Date): string {
 export function deleteEventsStoredBefore(em: EntityManager, cutoff: Date, batches: Batches): Promise<number> {
   const idBelow = firstUuidV7At(cutoff);
   return inBatches((limit) => deleteEventsWithIdBelow(em, idBelow, limit), batches);
+}
+
+/** Deletes the `Idempotency-Key`s past their lifetime (by the database's clock), oldest first, in batches; how many it deleted. */
+export function deleteExpiredIdempotencyKeys(em: EntityManager, batches: Batches): Promise<number> {
+  return inBatches((limit) => deleteExpiredKeys(em, KEY_LIFETIME_MS, limit), batches);
 }

@@ -1,4 +1,4 @@
-import { Forbidden } from '../errors.js';
+import { Forbidden, InvalidRequest } from '../errors.js';
 import type { Handler } from '../http/handler-types.js';
 import {
   callerFromHeader,
@@ -29,7 +29,15 @@ export const logout: Handler<'logout'> = async ({ caller, em, services }) => {
   return { status: 204 };
 };
 
-export const createApiToken: Handler<'createApiToken'> = async ({ body, caller, em, services }) => {
+/**
+ * The answer holds the new token, shown once: the service keeps only its hash, so it could not give
+ * that answer again for a repeated `Idempotency-Key`. A key is refused instead (400, which is then
+ * what the key answers), rather than ignored: its sender would take a retry to be safe.
+ */
+export const createApiToken: Handler<'createApiToken'> = async ({ body, headers, caller, em, services }) => {
+  if (headers['Idempotency-Key'] !== undefined) {
+    throw InvalidRequest.field('/headers/idempotency-key', 'is not taken here: the answer holds a token shown once, which is not kept');
+  }
   const created = await mintApiToken(em, caller.user, { name: body.name, expiresInDays: body.expires_in_days }, services.config.limits);
   return { status: 201, data: presentCreatedApiToken(created) };
 };

@@ -16,6 +16,7 @@ import generated from '../../../spec/generated/openapi.json' with { type: 'json'
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { ErrorDetail } from '../errors.js';
 import { InvalidRequest, MethodNotAllowed, NotFound } from '../errors.js';
+import { IDEMPOTENCY_KEY } from './idempotency.js';
 
 // ajv-formats is CommonJS: under ESM its function is the default export's `default`.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as unknown as (
@@ -46,6 +47,8 @@ export interface ContractOperation {
   rawBody: boolean;
   /** Request headers the operation declares (e.g. `Last-Event-ID`). */
   headerNames: string[];
+  /** Declares `Idempotency-Key`: a write the pipeline makes safe to retry (http/idempotency.ts). */
+  takesIdempotencyKey: boolean;
 }
 
 /** One path template of the contract, with its operations by method. */
@@ -215,17 +218,26 @@ export class Contract {
       ajvOpts: { ...AJV_OPTIONS, allErrors: false },
       customizeAjv,
     });
-    this.operations = api.getOperations().map((operation) => ({
-      operationId: operation.operationId!,
-      method: operation.method.toUpperCase(),
-      path: operation.path,
-      operation,
-      isPublic: (operation.security ?? []).some((requirement) => Object.keys(requirement).length === 0),
-      sessionOnly: (operation as unknown as Record<string, unknown>)['x-session-only'] === true,
-      hasBody: Boolean(operation.requestBody),
-      rawBody: (operation as unknown as Record<string, unknown>)['x-raw-body'] === true,
-      headerNames: (operation.parameters ?? []).flatMap((p) => ('in' in p && p.in === 'header' ? [p.name] : [])),
-    }));
+    this.operations = api.getOperations().map((operation) => {
+      const headerNames = (operation.parameters ?? []).flatMap((p) => ('in' in p && p.in === 'header' ? [p.name] : []));
+      const op = {
+        operationId: operation.operationId!,
+        method: operation.method.toUpperCase(),
+        path: operation.path,
+        operation,
+        isPublic: (operation.security ?? []).some((requirement) => Object.keys(requirement).length === 0),
+        sessionOnly: (operation as unknown as Record<string, unknown>)['x-session-only'] === true,
+        hasBody: Boolean(operation.requestBody),
+        rawBody: (operation as unknown as Record<string, unknown>)['x-raw-body'] === true,
+        headerNames,
+        takesIdempotencyKey: headerNames.includes(IDEMPOTENCY_KEY),
+      };
+      // A key belongs to a user and is matched on the parsed body: an anonymous or raw-body route could not honour one.
+      if (op.takesIdempotencyKey && (op.isPublic || op.rawBody)) {
+        throw new Error(`${op.operationId}: ${IDEMPOTENCY_KEY} needs a credential and a parsed body`);
+      }
+      return op;
+    });
     const byPath = new Map<string, Route>();
     for (const op of this.operations) {
       let route = byPath.get(op.path);

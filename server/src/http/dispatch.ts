@@ -3,8 +3,9 @@
  * the operation needs one; count it against its rate limit (429), by that credential when it
  * resolved and by the client address when not; refuse it without a valid credential (401/403);
  * read the body (413/415/400); validate the request against the contract (400); and call the
- * operation's handler. Every path reaches here unless a static mount before it answered, so an
- * unknown path is a 404 in the envelope. The credential is checked before the body is read, so
+ * operation's handler, once per `Idempotency-Key` when the request has one (http/idempotency.ts).
+ * Every path reaches here unless a static mount before it answered, so an unknown path is a 404 in
+ * the envelope. The credential is checked before the body is read, so
  * that an anonymous caller cannot make the server read a large body; an `x-raw-body` operation's
  * body is read by its handler, if at all.
  *
@@ -16,6 +17,7 @@
 import type { Context, Middleware } from 'koa';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { Caller, Device } from '../domain/credentials.js';
+import { claimLeaseMs } from '../domain/idempotency.js';
 import { Internal } from '../errors.js';
 import type { Services } from '../services.js';
 import { authorize, identify } from './auth.js';
@@ -23,6 +25,7 @@ import { readJsonBody, readRawBody } from './body.js';
 import { invalidRequest, type Contract, type ContractOperation } from './contract.js';
 import type { Outcome } from './envelope.js';
 import type { HandlerContext, Handlers, OperationId } from './handler-types.js';
+import { IDEMPOTENCY_KEY, onceForKey } from './idempotency.js';
 import { clientAddress, type RateLimits } from './rate-limit.js';
 
 /** What the pipeline itself works with, which no handler reaches. */
@@ -52,6 +55,7 @@ function callHandler<K extends OperationId>(handlers: Handlers, operationId: K, 
 }
 
 export function dispatch({ contract, orm, rateLimits }: Pipeline, handlers: Handlers, services: Services): Middleware {
+  const leaseMs = claimLeaseMs(services.config.database);
   return async (ctx) => {
     const { op, params } = contract.match(ctx.method, ctx.path);
     const operationId = op.operationId;
@@ -80,7 +84,11 @@ export function dispatch({ contract, orm, rateLimits }: Pipeline, handlers: Hand
       body,
     } as CheckedParts<typeof operationId>;
     const input = new HandlerInput(parts, ctx, op, contract, { authorization, caller, em, services });
-    ctx.state.outcome = await callHandler(handlers, operationId, input);
+    const work = () => callHandler(handlers, operationId, input);
+    const key = op.takesIdempotencyKey ? ctx.get(IDEMPOTENCY_KEY) : '';
+    ctx.state.outcome = await (key && caller
+      ? onceForKey({ ctx, em: em(), scope: { userId: caller.userId, key }, body, leaseMs }, work)
+      : work());
   };
 }
 

@@ -102,6 +102,19 @@ function toApiError(error: unknown, logger: Logger): ApiError {
   return new Internal();
 }
 
+/** The body of a success answer other than a 204 or a stream: the handler's own (`raw`), or its data in the envelope. */
+export function successBody(outcome: Outcome): unknown {
+  return outcome.raw !== undefined ? outcome.raw : { success: true, data: outcome.data };
+}
+
+/** The body of a failure answer. */
+export function failureBody(error: ApiError): unknown {
+  return {
+    success: false,
+    error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) },
+  };
+}
+
 export function envelope(): Middleware {
   return async (ctx, next) => {
     let answer: unknown;
@@ -120,15 +133,12 @@ export function envelope(): Middleware {
         ctx.body = null;
         return;
       }
-      answer = outcome.raw !== undefined ? outcome.raw : { success: true, data: outcome.data };
+      answer = successBody(outcome);
     } catch (thrown) {
       const error = toApiError(thrown, ctx.state.log);
       ctx.status = error.status;
       ctx.set(error.headers);
-      answer = {
-        success: false,
-        error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) },
-      };
+      answer = failureBody(error);
     }
     sendJson(ctx, answer);
   };

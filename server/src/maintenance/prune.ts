@@ -1,20 +1,25 @@
 /**
  * Background maintenance: removes icons nothing refers to any more, `stripe_events` rows past
- * their retention and events older than `EVENT_RETENTION_DAYS` (unless 0), in bounded batches,
- * every few minutes. At start, and then before each run, it moves icon files an earlier release
- * left in `DATA_DIR/icons` into the icon store (storage/disk-icons.ts): every instance moves its
- * own folder, whichever instance prunes. On PostgreSQL one instance at a time prunes: each run
- * first takes a session advisory lock on a connection of its own, and an instance that finds it
- * taken skips the run. (Pruning stays correct if two runs ever overlap: the lock only spares the
- * duplicate work.) The embedded database has a single owning process, whose runs never overlap. A
- * failed run or move is logged as a warning and the next one tries again; nothing here ever stops
- * the service.
+ * their retention, `Idempotency-Key`s past their lifetime and events older than
+ * `EVENT_RETENTION_DAYS` (unless 0), in bounded batches, every few minutes. At start, and then
+ * before each run, it moves icon files an earlier release left in `DATA_DIR/icons` into the icon
+ * store (storage/disk-icons.ts): every instance moves its own folder, whichever instance prunes.
+ * On PostgreSQL one instance at a time prunes: each run first takes a session advisory lock on a
+ * connection of its own, and an instance that finds it taken skips the run. (Pruning stays correct
+ * if two runs ever overlap: the lock only spares the duplicate work.) The embedded database has a
+ * single owning process, whose runs never overlap. A failed run or move is logged as a warning and
+ * the next one tries again; nothing here ever stops the service.
  */
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Database } from '../db/orm.js';
-import { deleteEventsStoredBefore, deleteStripeEventsReceivedBefore, tryPruneLock } from '../domain/retention.js';
+import {
+  deleteEventsStoredBefore,
+  deleteExpiredIdempotencyKeys,
+  deleteStripeEventsReceivedBefore,
+  tryPruneLock,
+} from '../domain/retention.js';
 import { moveDiskIcons } from '../storage/disk-icons.js';
 import type { IconStore } from '../storage/icons.js';
 
@@ -35,6 +40,14 @@ export interface MaintenanceOptions {
   batchSize: number;
   maxBatches: number;
   /**
+   * `Idempotency-Key`s per batch and batches per run, with the events' pause between two batches:
+   * at most 200,000 a run, about 58 million a day at one run every 5 minutes (a credential at its
+   * rate limit makes 864,000 a day). A key holds its answer, up to about 1.5 MiB: a batch stays
+   * small enough to finish well within a statement's timeout even then.
+   */
+  keyBatchSize: number;
+  keyMaxBatches: number;
+  /**
    * Events per batch and batches per run (at most 1,000,000 events a run by default, about 290
    * million a day at one run every 5 minutes, well above what the service can take in), with a
    * pause between two batches so that publishers and readers are never kept waiting for long
@@ -54,6 +67,8 @@ export const MAINTENANCE_DEFAULTS: MaintenanceOptions = {
   stripeEventRetentionMs: 30 * 24 * 60 * 60_000,
   batchSize: 500,
   maxBatches: 20,
+  keyBatchSize: 1_000,
+  keyMaxBatches: 200,
   eventBatchSize: 5_000,
   eventMaxBatches: 200,
   eventBatchPauseMs: 50,
@@ -64,10 +79,11 @@ export interface PruneReport {
   ran: boolean;
   icons: number;
   stripeEvents: number;
+  idempotencyKeys: number;
   events: number;
 }
 
-const SKIPPED: PruneReport = { ran: false, icons: 0, stripeEvents: 0, events: 0 };
+const SKIPPED: PruneReport = { ran: false, icons: 0, stripeEvents: 0, idempotencyKeys: 0, events: 0 };
 
 /** What a warning shows of an error: its type and code, never its message (a driver's can hold SQL with values). */
 function errorFields(error: unknown): { type: unknown; code: unknown } {
@@ -128,7 +144,7 @@ export class Maintenance {
         .then(() => this.pruneOnce())
         .then(
           (report) => {
-            if (report.icons + report.stripeEvents + report.events > 0) this.logger.info(report, 'pruned');
+            if (report.icons + report.stripeEvents + report.idempotencyKeys + report.events > 0) this.logger.info(report, 'pruned');
           },
           (error: unknown) => this.logger.warn({ err: errorFields(error) }, 'pruning failed'),
         )
@@ -159,6 +175,7 @@ export class Maintenance {
     if (!release) return SKIPPED;
     try {
       const stripeEvents = await this.pruneStripeEvents();
+      const idempotencyKeys = await this.pruneIdempotencyKeys();
       const events = await this.pruneEvents();
       const icons = await this.icons.prune({
         graceMs: this.options.iconGraceMs,
@@ -166,7 +183,7 @@ export class Maintenance {
         maxBatches: this.options.maxBatches,
         stopping: () => this.stopped,
       });
-      return { ran: true, icons, stripeEvents, events };
+      return { ran: true, icons, stripeEvents, idempotencyKeys, events };
     } finally {
       await release();
     }
@@ -183,6 +200,16 @@ export class Maintenance {
     return deleteStripeEventsReceivedBefore(this.db.orm.em.fork(), cutoff, {
       batchSize: this.options.batchSize,
       maxBatches: this.options.maxBatches,
+      stopping: () => this.stopped,
+    });
+  }
+
+  /** Keys used more than a day ago (domain/idempotency.ts). */
+  private pruneIdempotencyKeys(): Promise<number> {
+    return deleteExpiredIdempotencyKeys(this.db.orm.em.fork(), {
+      batchSize: this.options.keyBatchSize,
+      maxBatches: this.options.keyMaxBatches,
+      pauseMs: this.options.eventBatchPauseMs,
       stopping: () => this.stopped,
     });
   }

@@ -1,0 +1,102 @@
+/**
+ * Idempotent writes: a write sent with an `Idempotency-Key` is done at most once, however often it
+ * is sent. The operations that take a key are those that declare the header in the contract (every
+ * POST and PATCH that needs a credential); the contract holds the key to 1–255 visible ASCII
+ * characters, so a bad one is 400 before anything here runs. How a key lives, and how instances
+ * share it, is domain/idempotency.ts. Per request:
+ *
+ * - the first request with a key claims it, runs, and records its answer on it;
+ * - the same key on the same request (see `fingerprint`) answers the recorded answer again, same
+ *   status and body, with `Idempotent-Replayed: true`, and does no work: the answer is what the
+ *   first request got, even if what it shows has changed since;
+ * - the same key on another request is 422 `idempotency_key_reused`;
+ * - while the first request runs, another with its key is 409 `idempotency_in_progress`.
+ *
+ * What is recorded: the handler's successes and its named 4xx refusals (404, 409 …), which a retry
+ * would only repeat. (A refusal's own headers are not: the one handler refusal that has any is the
+ * 401 of an account deleted meanwhile, whose keys go with it.) A 5xx, or anything else thrown (a
+ * lost database, a bug), gives the key back instead, so that a retry does the work: those failures
+ * roll the handler's transaction back.
+ *
+ * One window remains: an instance killed after the handler's transaction committed and before the
+ * answer was recorded leaves the work done and no answer, and the retry after the claim's lease
+ * does the work again. The answer cannot be recorded in the work's own transaction: handlers own
+ * their transactions, and a publish is stored in one shared with other requests (group commit).
+ *
+ * A request without the header pays nothing here: no statement, no hash.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Context } from 'koa';
+import { claimOrRecall, recordAnswer, releaseKey, type KeyScope, type StoredAnswer } from '../domain/idempotency.js';
+import { ApiError } from '../errors.js';
+import { failureBody, successBody, type Outcome } from './envelope.js';
+
+export const IDEMPOTENCY_KEY = 'Idempotency-Key';
+
+/** Sorts an object's keys (a `JSON.stringify` replacer): one spelling per value. */
+function sortedKeys(_key: string, value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  const object = value as Record<string, unknown>;
+  return Object.fromEntries(
+    Object.keys(object)
+      .sort()
+      .map((key) => [key, object[key]]),
+  );
+}
+
+/**
+ * What makes two requests the same: SHA-256 of the method, the path as sent (without the query;
+ * it cannot hold a line break) and the body as parsed, serialised with its keys sorted. So what a
+ * request asks for counts, not how it was spelt: white space, key order, escapes, number spellings
+ * (`1.0`, `1`) and a content coding make no other request; any other change of a value does.
+ */
+export function fingerprint(method: string, path: string, body: unknown): string {
+  const hash = createHash('sha256').update(`${method} ${path}\n`);
+  if (body !== undefined) hash.update(JSON.stringify(body, sortedKeys));
+  return hash.digest('hex');
+}
+
+export interface KeyedRequest {
+  ctx: Context;
+  em: EntityManager;
+  scope: KeyScope;
+  /** The body as parsed (undefined when there is none). */
+  body: unknown;
+  leaseMs: number;
+}
+
+/** Runs `work` once for the request's key: see the top of this file. */
+export async function onceForKey({ ctx, em, scope, body, leaseMs }: KeyedRequest, work: () => Promise<Outcome>): Promise<Outcome> {
+  const claim = randomUUID();
+  const recalled = await claimOrRecall(em, scope, fingerprint(ctx.method, ctx.path, body), claim, leaseMs);
+  if (recalled) {
+    ctx.set('Idempotent-Replayed', 'true');
+    return replay(recalled);
+  }
+  // The answer goes out either way: a key left claimed is 409 to its retries until its lease runs out.
+  const settle = (step: Promise<void>) =>
+    step.catch((error: unknown) => {
+      const err = { type: (error as Error).name, code: (error as { code?: unknown }).code };
+      ctx.state.log.warn({ err }, 'idempotency key left claimed');
+    });
+  let outcome: Outcome;
+  try {
+    outcome = await work();
+  } catch (error) {
+    await settle(
+      error instanceof ApiError && error.status < 500
+        ? recordAnswer(em, scope, claim, { status: error.status, body: JSON.stringify(failureBody(error)) })
+        : releaseKey(em, scope, claim),
+    );
+    throw error;
+  }
+  const sent = outcome.status === 204 ? null : JSON.stringify(successBody(outcome));
+  await settle(recordAnswer(em, scope, claim, { status: outcome.status, body: sent }));
+  return outcome;
+}
+
+/** A recorded answer as the envelope sends it again: the same JSON text (parsing it and serialising it again gives the text back). */
+function replay(answer: StoredAnswer): Outcome {
+  return answer.body === null ? { status: answer.status } : { status: answer.status, raw: JSON.parse(answer.body) as unknown };
+}
