@@ -15,7 +15,8 @@
  * Arguments: the path parameters in path order, then the body or the query as one object, then
  * the call's options. A method answers the envelope's `data` (the body itself for the one
  * operation whose answer is no envelope, undefined for 204); a list answers a Paginated. POST and
- * PATCH send an Idempotency-Key when the operation declares the header or needs a credential.
+ * PATCH send an Idempotency-Key when the operation declares the header or needs a credential,
+ * except the ones NO_KEY names.
  */
 
 /** The parts of an OpenAPI 3.0 document the generator reads. */
@@ -58,6 +59,11 @@ const NAMES: Record<string, Naming> = {
   publishEvents: 'events.publishBatch', // `publishEvent` is `events.publish`
   streamEvents: { handWritten: 'events.stream', why: 'a reconnecting stream of Server-Sent Events, not one answer (sdk/src/stream.ts)' },
   stripeWebhook: { omitted: 'called by Stripe, never by a user' },
+};
+
+/** Writes the rule would give an Idempotency-Key that must go without, and why. */
+const NO_KEY: Record<string, string> = {
+  createApiToken: 'the service refuses a key: the answer holds the new token, shown once and kept only as a hash, so it cannot be replayed',
 };
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
@@ -133,7 +139,8 @@ class Generation {
     const security = operation.security ?? this.document.security ?? [];
     const needsCredential = security.length > 0 && security.every((requirement) => Object.keys(requirement).length > 0);
     const declaresKey = parameters.some((p) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key');
-    const idempotencyKey = (httpMethod === 'post' || httpMethod === 'patch') && (declaresKey || needsCredential);
+    const idempotencyKey =
+      (httpMethod === 'post' || httpMethod === 'patch') && (declaresKey || needsCredential) && !(operationId in NO_KEY);
 
     const doc = [operation.summary ? `${operation.summary}.` : '', operation.description ?? '', `\`${where}\``].filter(Boolean);
     return { operationId, resource, name, httpMethod, path, doc, pathParams, input, list, envelope, idempotencyKey };
@@ -225,8 +232,8 @@ export function sdkOperationsSource(document: OpenApiDocument): string {
     resources.set(method.resource, [...(resources.get(method.resource) ?? []), method]);
   }
   const ids = new Set(operationsOf(document).map(([, , operation]) => operation.operationId));
-  const unknown = Object.keys(NAMES).filter((id) => !ids.has(id));
-  if (unknown.length > 0) throw new Error(`NAMES in scripts/sdk-methods.ts names operations the contract lacks: ${unknown.join(', ')}.`);
+  const unknown = [...Object.keys(NAMES), ...Object.keys(NO_KEY)].filter((id) => !ids.has(id));
+  if (unknown.length > 0) throw new Error(`scripts/sdk-methods.ts names operations the contract lacks: ${unknown.join(', ')}.`);
 
   const interfaces = [...resources].map(([resource, methods]) => {
     const members = methods.map((m) => {

@@ -124,16 +124,17 @@ describe('SDK: resource methods against the server', function () {
     expect(exchanges[0]!.headers.get('User-Agent')).to.equal(`signalboard-sdk/${VERSION} node/${process.version}`);
   });
 
-  it('logs in without an Idempotency-Key (no credential, no header in the contract), mints and lists API tokens', async () => {
+  it('logs in and mints an API token without an Idempotency-Key (the service takes none there), lists and revokes tokens', async () => {
     const owner = await signUp();
     const { fetch, exchanges } = recordingFetch();
     const anonymous = new Signalboard({ baseUrl: baseUrl(), fetch });
     const session = await anonymous.auth.login({ login: owner.username, password: owner.password });
     secret(session.token);
     expect(exchanges[0]!.headers.has('Idempotency-Key')).to.equal(false);
-    const sb = new Signalboard({ baseUrl: baseUrl(), token: session.token });
+    const sb = new Signalboard({ baseUrl: baseUrl(), token: session.token, fetch });
     const minted = await sb.tokens.create({ name: 'sdk test' });
     secret(minted.token);
+    expect(exchanges[1]!.headers.has('Idempotency-Key')).to.equal(false);
     const names: string[] = [];
     for await (const token of sb.tokens.list()) names.push(token.name);
     expect(names).to.deep.equal(['sdk test']);

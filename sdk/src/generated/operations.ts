@@ -400,7 +400,7 @@ export class Resources {
     };
     this.tokens = {
       create: (body, options) =>
-        caller.call({ method: 'POST', path: '/v1/auth/tokens', idempotencyKey: true }, { body }, options),
+        caller.call({ method: 'POST', path: '/v1/auth/tokens' }, { body }, options),
       list: (query, options) =>
         caller.paginate({ method: 'GET', path: '/v1/auth/tokens' }, { query }, options),
       delete: (id, options) =>
