@@ -46,6 +46,7 @@ export interface OpenApiDocument {
   paths: Record<string, Record<string, unknown>>;
   components: { schemas?: Record<string, Schema>; parameters?: Record<string, Parameter> };
   security?: Record<string, string[]>[];
+  tags?: { name: string; description?: string }[];
 }
 
 /** `resource.method` for a generated method, or why an operation has none. */
@@ -150,8 +151,13 @@ class Generation {
     if (!tag) throw new Error(`${where} (${operationId}) has no tag: the SDK cannot name its resource.`);
     const noun = [tag, tag.replace(/s$/, '')].find((n) => operationId.endsWith(n) && operationId.length > n.length);
     const name = noun ? operationId.slice(0, -noun.length) : operationId;
-    return `${tag[0]!.toLowerCase()}${tag.slice(1).replace(/\W/g, '')}.${name}`;
+    return `${resourceOf(tag)}.${name}`;
   }
+}
+
+/** A tag's resource: its name in camelCase (`Projects` → `projects`). */
+function resourceOf(tag: string): string {
+  return `${tag[0]!.toLowerCase()}${tag.slice(1).replace(/\W/g, '')}`;
 }
 
 /** Every operation of the document in order, as [path, method, operation]. */
@@ -242,7 +248,11 @@ export function sdkOperationsSource(document: OpenApiDocument): string {
     });
     return `export interface ${capitalized(resource)}Resource {\n${members.join('\n\n')}\n}`;
   });
-  const fields = [...resources.keys()].map((resource) => `  readonly ${resource}: ${capitalized(resource)}Resource;`);
+  const described = new Map((document.tags ?? []).map((tag) => [resourceOf(tag.name), tag.description]));
+  const fields = [...resources.keys()].map((resource) => {
+    const description = described.get(resource);
+    return `${description ? `${comment([description], '  ')}\n` : ''}  readonly ${resource}: ${capitalized(resource)}Resource;`;
+  });
   const assignments = [...resources].map(
     ([resource, methods]) => `    this.${resource} = {\n${methods.map(implementation).join('\n')}\n    };`,
   );
