@@ -16,7 +16,7 @@ export interface Operation {
   method: string;
   /** The contract's path template, e.g. `/v1/projects/{namespace}`. */
   path: string;
-  /** Sends an Idempotency-Key: a POST or PATCH that declares the header or needs a credential. */
+  /** Sends an Idempotency-Key: most POSTs and PATCHes (scripts/sdk-methods.ts says which). */
   idempotencyKey?: true;
   /** False for the one operation whose answer is the body itself, not an envelope around it. */
   envelope?: false;

@@ -26,10 +26,10 @@ export interface RequestOptions {
   signal?: AbortSignal | undefined;
   headers?: Record<string, string> | undefined;
   /**
-   * The Idempotency-Key of this call, for a POST or PATCH the client sends one with (a random UUID
-   * by default, the same on every attempt). Pass your own to make a write safe to repeat across
-   * calls, e.g. after a restart; `null` sends none, and the write is then never repeated unless it
-   * was never sent.
+   * The Idempotency-Key of this call. By default a POST or PATCH that takes one gets a random UUID,
+   * the same on every attempt. Pass your own to make a write safe to repeat across calls too (after
+   * a restart, from a queue); `null` sends none, and the write is then repeated only if it was
+   * never sent.
    */
   idempotencyKey?: string | null | undefined;
 }
