@@ -20,7 +20,7 @@ import {
   VERSION,
   type SignalboardOptions,
 } from '../sdk/src/index.js';
-import { clientMethods, type OpenApiDocument } from '../scripts/sdk-methods.js';
+import { clientMethods, sdkOperationsSource, type OpenApiDocument } from '../scripts/sdk-methods.js';
 import { baseUrl, count, secret, sql } from './support/harness.js';
 import { signUp } from './support/accounts.js';
 import { namespaceName } from './support/projects.js';
@@ -78,6 +78,33 @@ describe('SDK: resource methods against the server', function () {
     expect(methods.get('createProject')).to.equal('projects.create');
     expect(methods.get('publishEvents')).to.equal('events.publishBatch');
     expect(methods.get('streamEvents')).to.equal('events.stream');
+  });
+
+  it('generates a new route as a method, and refuses one it cannot name, two with one name, or an override of nothing', () => {
+    const contract = () => JSON.parse(readFileSync('spec/generated/openapi.json', 'utf8')) as OpenApiDocument;
+    const operation = (operationId: string, tags?: string[]) => ({
+      get: {
+        operationId,
+        ...(tags ? { tags } : {}),
+        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+        responses: { 204: { description: 'done' } },
+      },
+    });
+    const withRoute = (path: string, item: unknown) => {
+      const document = contract();
+      document.paths[path] = item as Record<string, unknown>;
+      return document;
+    };
+    expect(sdkOperationsSource(withRoute('/v1/widgets/{id}', operation('getWidget', ['Widgets'])))).to.include(
+      "this.widgets = {\n      get: (id, options) =>\n        caller.call({ method: 'GET', path: '/v1/widgets/{id}' }, { path: { id } }, options),",
+    );
+    expect(() => sdkOperationsSource(withRoute('/v1/widgets/{id}', operation('getWidgets')))).to.throw(/getWidgets\) has no tag/);
+    expect(() => sdkOperationsSource(withRoute('/v1/widgets/{id}', operation('getProjects', ['Projects'])))).to.throw(
+      /getProject and getProjects are both projects\.get/,
+    );
+    const withoutWebhook = contract();
+    delete withoutWebhook.paths['/v1/billing/webhook'];
+    expect(() => sdkOperationsSource(withoutWebhook)).to.throw(/names operations the contract lacks: stripeWebhook/);
   });
 
   it('creates, reads and changes a project, pages through insights, increments one, and deletes one', async () => {
