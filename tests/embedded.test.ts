@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { expect } from 'chai';
-import { createClient } from '../sdk/src/index.js';
+import { createRawClient } from '../sdk/src/index.js';
 import pg from 'pg';
 import { database, secret, sql } from './support/harness.js';
 
@@ -158,7 +158,7 @@ describe('the embedded database (no DATABASE_URL)', function () {
     expect(code).to.match(/^inv_[a-z2-7]{26}$/);
 
     const password = secret('embedded-pass-1');
-    const signup = await createClient({ baseUrl: service.url }).POST('/v1/auth/signup', {
+    const signup = await createRawClient({ baseUrl: service.url }).POST('/v1/auth/signup', {
       body: { username: 'embedded_ada', email: 'ada@example.com', password, invite: code },
     });
     expect(signup.response.status).to.equal(201);
@@ -178,7 +178,7 @@ describe('the embedded database (no DATABASE_URL)', function () {
 
     service = await startService(dataDir);
     console.log(`      restart to first answer: ${service.startupMs} ms`);
-    const sdk = createClient({ baseUrl: service.url });
+    const sdk = createRawClient({ baseUrl: service.url });
     const login = await sdk.POST('/v1/auth/login', { body: { login: 'embedded_ada', password } });
     expect(login.response.status).to.equal(201);
     secret(login.data!.data.token);

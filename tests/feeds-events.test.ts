@@ -4,7 +4,7 @@
  * every limit of the contract refused with 400 and nothing stored; non-members see 404 everywhere.
  */
 import { expect } from 'chai';
-import { publish, SignalboardError } from '../sdk/src/index.js';
+import { Signalboard, SignalboardError } from '../sdk/src/index.js';
 import { baseUrl, count, sql } from './support/harness.js';
 import { apiToken, signUp, type TestUser } from './support/accounts.js';
 import { call, expectData, expectError, expectInvalid, expectNoContent, ISO_UTC, UUID7, walk } from './support/http.js';
@@ -287,31 +287,26 @@ describe('events', () => {
 
   it('the SDK publishes: answers the Event, and throws a SignalboardError with status, code and message', async () => {
     const project = await createProject(owner.token);
-    const event = await publish(
-      { baseUrl: baseUrl(), token: key },
-      { namespace: project.namespace, feed: 'general', event: 'From the SDK', tags: { n: 1 } },
-    );
+    const sb = new Signalboard({ baseUrl: baseUrl(), token: key });
+    const event = await sb.events.publish(project.namespace, 'general', { event: 'From the SDK', tags: { n: 1 } });
     expect(event).to.deep.include({ feed: 'general', event: 'From the SDK', tags: { n: 1 }, description: null, emoji: null });
     const [row] = await sql('select event from events where id = ?', [event.id]);
     expect(row).to.deep.equal({ event: 'From the SDK' });
 
-    const refusal = await publish({ baseUrl: baseUrl(), token: key }, { namespace: project.namespace, feed: 'general', event: '' }).catch(
-      (e: unknown) => e,
-    );
+    const refusal = await sb.events.publish(project.namespace, 'general', { event: '' }).catch((e: unknown) => e);
     expect(refusal).to.be.instanceOf(SignalboardError);
     const error = refusal as SignalboardError;
     expect([error.status, error.code]).to.deep.equal([400, 'invalid_request']);
     expect(error.message).to.be.a('string').and.not.equal('');
     expect(error.details?.map((d) => d.path)).to.include('/body/event');
 
-    const missing = (await publish({ baseUrl: baseUrl(), token: key }, { namespace: project.namespace, feed: 'nope', event: 'x' }).catch(
-      (e: unknown) => e,
-    )) as SignalboardError;
+    const missing = (await sb.events.publish(project.namespace, 'nope', { event: 'x' }).catch((e: unknown) => e)) as SignalboardError;
     expect([missing.status, missing.code]).to.deep.equal([404, 'not_found']);
-    const anonymous = (await publish({ baseUrl: baseUrl() }, { namespace: project.namespace, feed: 'general', event: 'x' }).catch(
-      (e: unknown) => e,
-    )) as SignalboardError;
-    expect([anonymous.status, anonymous.code]).to.deep.equal([401, 'unauthenticated']);
+    const anonymous = new Signalboard({ baseUrl: baseUrl() });
+    const refused = (await anonymous.events
+      .publish(project.namespace, 'general', { event: 'x' })
+      .catch((e: unknown) => e)) as SignalboardError;
+    expect([refused.status, refused.code]).to.deep.equal([401, 'unauthenticated']);
     expect(await eventCount(project.id)).to.equal(1);
   });
 

@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { projectEvents, publish, SignalboardError, streamEvents, type Event } from '../sdk/src/index.js';
+import { Signalboard, SignalboardError, streamEvents, type Event, type Schemas } from '../sdk/src/index.js';
 import { baseUrl, count, database, startExtraServer } from './support/harness.js';
 import { apiToken, signUp, type TestUser } from './support/accounts.js';
 import { call, callAt, expectData, expectError, expectNoContent } from './support/http.js';
@@ -17,10 +17,14 @@ const streamPath = (namespace: string) => projectPath(namespace, '/events/stream
 const streamUrl = (namespace: string, base = baseUrl()) => base + streamPath(namespace);
 const wire = (event: Event) => `id: ${event.id}\nevent: event\ndata: ${JSON.stringify(event)}\n\n`;
 
+/** Publishes an event to the project's `general` feed with the SDK. */
+function publish(base: string, token: string, namespace: string, event: Schemas['PublishEventRequest']): Promise<Event> {
+  return new Signalboard({ baseUrl: base, token }).events.publish(namespace, 'general', event);
+}
+
 async function publishMany(base: string, token: string, namespace: string, count: number, label: string): Promise<Event[]> {
   const events: Event[] = [];
-  for (let i = 0; i < count; i++)
-    events.push(await publish({ baseUrl: base, token }, { namespace, feed: 'general', event: `${label} ${i}` }));
+  for (let i = 0; i < count; i++) events.push(await publish(base, token, namespace, { event: `${label} ${i}` }));
   return events;
 }
 
@@ -209,19 +213,19 @@ describe('live event stream', () => {
     expect(await iterator.return(undefined)).to.deep.equal({ done: true, value: undefined });
   });
 
-  it('projectEvents bundles publish and stream for one project', async () => {
+  it('a client publishes and streams one project: events.publish and events.stream', async () => {
     const project = await createProject(owner.token);
-    const events = projectEvents({ baseUrl: baseUrl(), token: key, namespace: project.namespace });
-    const first = await events.publish('general', { event: 'bundled', tags: { n: 1 } });
+    const sb = new Signalboard({ baseUrl: baseUrl(), token: key });
+    const first = await sb.events.publish(project.namespace, 'general', { event: 'bundled', tags: { n: 1 } });
     expect(first).to.deep.include({ feed: 'general', event: 'bundled', tags: { n: 1 } });
     const controller = new AbortController();
-    const { events: received, done } = consume(events.stream({ lastEventId: first.id, signal: controller.signal }));
-    const second = await events.publish('general', { event: 'bundled again' });
+    const { events: received, done } = consume(sb.events.stream(project.namespace, { lastEventId: first.id, signal: controller.signal }));
+    const second = await sb.events.publish(project.namespace, 'general', { event: 'bundled again' });
     await eventually(() => received.length === 1, 5_000, 'the second event');
     controller.abort();
     await done;
     expect(received).to.deep.equal([second]);
-    const refusal = (await events.publish('nope', { event: 'x' }).catch((e: unknown) => e)) as SignalboardError;
+    const refusal = (await sb.events.publish(project.namespace, 'nope', { event: 'x' }).catch((e: unknown) => e)) as SignalboardError;
     expect([refusal.status, refusal.code]).to.deep.equal([404, 'not_found']);
   });
 
@@ -231,12 +235,7 @@ describe('live event stream', () => {
     const description = '🎉'.repeat(4_000); // ~16 kB per message
     const published: Event[] = [];
     await inParallel(200, 1, async (i) => {
-      published.push(
-        await publish(
-          { baseUrl: baseUrl(), token: key },
-          { namespace: project.namespace, feed: 'general', event: `big ${i}`, description },
-        ),
-      );
+      published.push(await publish(baseUrl(), key, project.namespace, { event: `big ${i}`, description }));
     });
     const stream = await RawStream.open(streamUrl(project.namespace), { token: key, lastEventId: published[0]!.id });
     try {
@@ -259,9 +258,7 @@ describe('live event stream', () => {
     await first.until(() => first.retry !== undefined, 5_000);
     const published: Event[] = [];
     const publishing = inParallel(400, 20, async (i) => {
-      published.push(
-        await publish({ baseUrl: baseUrl(), token: key }, { namespace: project.namespace, feed: 'general', event: `parallel ${i}` }),
-      );
+      published.push(await publish(baseUrl(), key, project.namespace, { event: `parallel ${i}` }));
     });
     await first.waitForEvents(150, 30_000);
     first.close();
@@ -384,7 +381,7 @@ describe('live event stream', () => {
         const published: Event[] = [];
         for (let i = 0; i < 200; i++) {
           const started = performance.now();
-          const event = await publish({ baseUrl: a, token: key }, { namespace: project.namespace, feed: 'general', event: `batch-1 ${i}` });
+          const event = await publish(a, key, project.namespace, { event: `batch-1 ${i}` });
           roundTrips.push(performance.now() - started);
           sentAt.set(event.id, started);
           published.push(event);
@@ -409,10 +406,7 @@ describe('live event stream', () => {
         await first.until(() => first.retry !== undefined, 5_000);
         const second: Event[] = [];
         const publishing = (async () => {
-          for (let i = 0; i < 200; i++)
-            second.push(
-              await publish({ baseUrl: a, token: key }, { namespace: project.namespace, feed: 'general', event: `batch-2 ${i}` }),
-            );
+          for (let i = 0; i < 200; i++) second.push(await publish(a, key, project.namespace, { event: `batch-2 ${i}` }));
         })();
         await first.waitForEvents(100, 20_000);
         first.close();
@@ -562,10 +556,7 @@ describe('live event stream', () => {
       let fullAt: number | undefined;
       try {
         await inParallel(slowCount, 20, async (i) => {
-          const event = await publish(
-            { baseUrl: baseUrl(), token: key },
-            { namespace: project.namespace, feed: 'general', event: `slow ${i}`, description },
-          );
+          const event = await publish(baseUrl(), key, project.namespace, { event: `slow ${i}`, description });
           wireBytes += Buffer.byteLength(wire(event));
           if (fullAt === undefined && wireBytes > 16 * 1024 * 1024) fullAt = performance.now();
           if (++published % 250 === 0) gc();

@@ -10,11 +10,13 @@
  * When the connection drops, it waits the server's `retry:` delay and reconnects with
  * `Last-Event-ID` set to the id of the last event it yielded: the server first sends what was
  * published meanwhile, so nothing is lost or yielded twice. It stops when `signal` aborts (the loop
- * simply ends) and throws a SignalboardError when the service refuses the stream (401, 403, 404,
+ * simply ends) and throws a SignalboardApiError when the service refuses the stream (401, 403, 404,
  * 400). Only global `fetch` and web streams are used: it runs in Node.js ≥ 20, Deno, Bun and browsers.
+ * A client's `events.stream(namespace, options)` calls it with the client's URL, token and headers.
  */
 import type { components } from '../../spec/generated/openapi.js';
-import { SignalboardError } from './errors.js';
+import { SignalboardApiError } from './errors.js';
+import { pause } from './http.js';
 
 type Event = components['schemas']['Event'];
 
@@ -123,6 +125,8 @@ export interface StreamEventsOptions {
   onDisconnect?: ((reason: unknown) => void) | undefined;
   /** The fetch to use; global `fetch` by default. */
   fetch?: typeof fetch | undefined;
+  /** Headers sent with each connection, under the stream's own. */
+  headers?: Headers | Record<string, string> | undefined;
 }
 
 /** Refusals that reconnecting would not change. */
@@ -130,6 +134,7 @@ const FINAL_STATUSES = new Set([400, 401, 403, 404]);
 
 export async function* streamEvents(options: StreamEventsOptions): AsyncGenerator<Event, void, undefined> {
   const { signal } = options;
+  // Called unbound: a browser's fetch throws when called as a method of another object.
   const doFetch = options.fetch ?? fetch;
   const url = `${options.baseUrl.replace(/\/+$/, '')}/v1/projects/${encodeURIComponent(options.namespace)}/events/stream`;
   let lastEventId = options.lastEventId;
@@ -139,13 +144,13 @@ export async function* streamEvents(options: StreamEventsOptions): AsyncGenerato
   while (!signal?.aborted) {
     let response: Response;
     try {
+      const headers = new Headers(options.headers);
+      headers.set('Accept', 'text/event-stream');
+      headers.set('Cache-Control', 'no-cache');
+      if (options.token) headers.set('Authorization', `Bearer ${options.token}`);
+      if (lastEventId) headers.set('Last-Event-ID', lastEventId);
       response = await doFetch(url, {
-        headers: {
-          Accept: 'text/event-stream',
-          'Cache-Control': 'no-cache',
-          ...(options.token ? { Authorization: `Bearer ${options.token}` } : {}),
-          ...(lastEventId ? { 'Last-Event-ID': lastEventId } : {}),
-        },
+        headers,
         cache: 'no-store',
         ...(signal ? { signal } : {}),
       });
@@ -156,18 +161,19 @@ export async function* streamEvents(options: StreamEventsOptions): AsyncGenerato
       continue;
     }
 
+    /** The answer's head, for the errors it may cause (the body is the stream). */
+    const answered = { status: response.status, headers: response.headers, body: '' };
     if (!response.ok) {
-      if (FINAL_STATUSES.has(response.status)) throw await SignalboardError.from(response);
+      const refusal = SignalboardApiError.from({ ...answered, body: await response.text().catch(() => '') });
+      if (FINAL_STATUSES.has(response.status)) throw refusal;
       // 429, 5xx: the service is there but cannot serve now; wait (Retry-After when given) and try again.
-      const after = Number(response.headers.get('Retry-After'));
-      await response.body?.cancel().catch(() => undefined);
-      options.onDisconnect?.(new SignalboardError(response.status, 'unexpected_response', `The stream answered ${response.status}.`));
-      await sleep(Number.isFinite(after) && after > 0 ? after * 1000 : retryMs, signal);
+      options.onDisconnect?.(refusal);
+      await sleep(refusal.retryAfter ? refusal.retryAfter * 1000 : retryMs, signal);
       continue;
     }
     if (!response.body || !(response.headers.get('Content-Type') ?? '').startsWith('text/event-stream')) {
       await response.body?.cancel().catch(() => undefined);
-      throw new SignalboardError(response.status, 'unexpected_response', 'The stream did not answer text/event-stream.');
+      throw SignalboardApiError.unexpected(answered, 'The stream did not answer text/event-stream.');
     }
 
     options.onOpen?.({ lastEventId });
@@ -191,7 +197,7 @@ export async function* streamEvents(options: StreamEventsOptions): AsyncGenerato
     } catch (error) {
       if (signal?.aborted) return;
       if (error instanceof SyntaxError)
-        throw new SignalboardError(response.status, 'unexpected_response', `The stream sent an event that is not JSON: ${error.message}`);
+        throw SignalboardApiError.unexpected(answered, `The stream sent an event that is not JSON: ${error.message}`);
       reason = error;
     } finally {
       // Runs too when the caller leaves the loop early: the connection is closed, not leaked.
@@ -203,15 +209,7 @@ export async function* streamEvents(options: StreamEventsOptions): AsyncGenerato
   }
 }
 
+/** Waits `ms`, or less when `signal` aborts (the loop then ends). */
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
+  return pause(ms, signal).catch(() => undefined);
 }

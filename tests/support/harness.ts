@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pino, type Logger } from 'pino';
-import { createClient, type SignalboardClient } from '../../sdk/src/index.js';
+import { createRawClient, type RawClient } from '../../sdk/src/index.js';
 import { loadConfig } from '../../server/src/config.js';
 import { startServer, type RunningServer } from '../../server/src/server.js';
 import { freshDatabase } from './pg-cluster.js';
@@ -148,8 +148,9 @@ export function sha256(data: string | Buffer): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
-export function client(token?: string): SignalboardClient {
-  return createClient({ baseUrl: baseUrl(), ...(token ? { token } : {}) });
+/** The SDK's low-level client, answering every status as is: no retries, so a test sees each answer. */
+export function client(token?: string): RawClient {
+  return createRawClient({ baseUrl: baseUrl(), token, maxRetries: 0 });
 }
 
 /**

@@ -1,0 +1,71 @@
+/**
+ * The Signalboard client: every operation of the contract as a method of its resource
+ * (generated/operations.ts), with two written by hand on top, `insights.increment` and
+ * `events.stream`. The low-level client typed by path is apart (createRawClient, raw.ts), so that a
+ * bundle that does not use it does not carry it.
+ *
+ *   const sb = new Signalboard({ baseUrl: 'https://signalboard.example.com', token: process.env.SIGNALBOARD_TOKEN });
+ *   const project = await sb.projects.create({ name: 'Acme', namespace: 'acme' });
+ *   await sb.events.publish('acme', 'general', { event: 'Deployed', emoji: '🚀' });
+ *   for await (const insight of sb.insights.list('acme')) console.log(insight.title, insight.value);
+ */
+import type { components } from '../../spec/generated/openapi.js';
+import { Requester, type RequestOptions } from './caller.js';
+import type { Body, Data, PathParam } from './contract.js';
+import * as generated from './generated/operations.js';
+import { clientHeaders, settingsOf, type SignalboardOptions } from './options.js';
+import { streamEvents, type StreamEventsOptions } from './stream.js';
+
+export interface InsightsResource extends generated.InsightsResource {
+  /**
+   * Adds `by` (1 unless given) to a numeric insight, atomically: two increments at once both count.
+   * The same call as `update(namespace, insightId, { increment: by })`, answering the Insight.
+   */
+  increment(
+    namespace: PathParam<'updateInsight', 'namespace'>,
+    insightId: PathParam<'updateInsight', 'insight_id'>,
+    by?: NonNullable<Body<'updateInsight'>['increment']>,
+    options?: RequestOptions,
+  ): Promise<Data<'updateInsight'>>;
+}
+
+/** A stream's options; the client gives the rest (URL, token, headers, fetch). */
+export type StreamOptions = Omit<StreamEventsOptions, 'baseUrl' | 'token' | 'namespace' | 'fetch' | 'headers'>;
+
+export interface EventsResource extends generated.EventsResource {
+  /**
+   * The project's events as they are published, as an async iterator that reconnects by itself and
+   * resumes with `Last-Event-ID`: nothing lost, nothing twice (see streamEvents). It ends when
+   * `options.signal` aborts or the loop is left; a refusal (401, 403, 404, 400) throws.
+   *
+   * `GET /v1/projects/{namespace}/events/stream`
+   */
+  stream(
+    namespace: PathParam<'streamEvents', 'namespace'>,
+    options?: StreamOptions,
+  ): AsyncGenerator<components['schemas']['Event'], void, undefined>;
+}
+
+export class Signalboard extends generated.Resources {
+  declare readonly insights: InsightsResource;
+  declare readonly events: EventsResource;
+
+  constructor(options: SignalboardOptions) {
+    const settings = settingsOf(options);
+    super(new Requester(settings));
+    const insights = this.insights;
+    Object.assign(insights, {
+      increment: (namespace, insightId, by = 1, callOptions) => insights.update(namespace, insightId, { increment: by }, callOptions),
+    } satisfies Pick<InsightsResource, 'increment'>);
+    Object.assign(this.events, {
+      stream: (namespace, streamOptions = {}) =>
+        streamEvents({
+          ...streamOptions,
+          baseUrl: settings.baseUrl,
+          namespace,
+          fetch: settings.fetch,
+          headers: clientHeaders(settings), // the credential among them
+        }),
+    } satisfies Pick<EventsResource, 'stream'>);
+  }
+}
