@@ -58,6 +58,10 @@ export interface Operation {
   hasBody: boolean;
   /** `x-caller` (e.g. `stripe` for the webhook). */
   caller: string | undefined;
+  /** The request headers it declares, lower case (`idempotency-key`, `if-none-match`). */
+  requestHeaders: string[];
+  /** The first example of its JSON request body; undefined when it documents none. */
+  requestExample: unknown;
 }
 
 /** What the suite got back, as far as the contract is concerned. */
@@ -124,6 +128,11 @@ export class ContractModel {
           sessionOnly: operation['x-session-only'] === true,
           hasBody: Boolean(operation.requestBody),
           caller: typeof operation['x-caller'] === 'string' ? operation['x-caller'] : undefined,
+          requestHeaders: (operation.parameters ?? [])
+            .map((parameter) => this.resolve<OpenAPIV3.ParameterObject>(parameter, 'parameters'))
+            .filter((parameter) => parameter?.in === 'header')
+            .map((parameter) => parameter!.name.toLowerCase()),
+          requestExample: this.requestExample(operation.requestBody),
         };
         this.operations.push(op);
         this.byKey.set(op.key, op);
@@ -277,6 +286,21 @@ export class ContractModel {
     return ((result.errors as { path?: string; message: string }[]) ?? []).map(
       (e) => `${schemaName}${e.path ? `/${e.path}` : ''}: ${e.message}`,
     );
+  }
+
+  /** An object of components itself, or the one its `$ref` names. */
+  private resolve<T>(value: T | OpenAPIV3.ReferenceObject, kind: 'parameters' | 'requestBodies' | 'examples'): T | undefined {
+    if (!value || !('$ref' in (value as object))) return value as T;
+    const name = (value as OpenAPIV3.ReferenceObject).$ref.replace(`#/components/${kind}/`, '');
+    return this.document.components?.[kind]?.[name] as T | undefined;
+  }
+
+  private requestExample(body: OpenAPIV3.RequestBodyObject | OpenAPIV3.ReferenceObject | undefined): unknown {
+    const json = body && this.resolve<OpenAPIV3.RequestBodyObject>(body, 'requestBodies')?.content['application/json'];
+    if (!json) return undefined;
+    if (json.example !== undefined) return structuredClone(json.example) as unknown;
+    const first = Object.values(json.examples ?? {})[0];
+    return structuredClone(first && this.resolve<OpenAPIV3.ExampleObject>(first, 'examples')?.value) as unknown;
   }
 
   private resolveResponses(responses: OpenAPIV3.ResponsesObject): Record<string, OpenAPIV3.ResponseObject> {

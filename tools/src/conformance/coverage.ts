@@ -47,6 +47,12 @@ export interface CoverageContext {
   notLimited: Map<string, number>;
 }
 
+/**
+ * Operations whose only 409 is `idempotency_in_progress`. The contract's 409 does not say which codes
+ * each operation can answer (one description serves all), so they are named here.
+ */
+const ONLY_IN_PROGRESS_409 = new Set(['publishEvent', 'publishEvents', 'updateInsight']);
+
 /** Why `status` of `op` cannot be provoked from outside on this run; undefined when it can. */
 export function notProvokableReason(op: Operation, status: number, context: CoverageContext): string | undefined {
   if (status === 500) return '500 `internal` is the answer to a failure inside the service: a black-box client cannot cause one on purpose';
@@ -77,6 +83,12 @@ export function notProvokableReason(op: Operation, status: number, context: Cove
     return (
       "409 `limit_reached` needs the user's API tokens or the project's insights filled to the deployment's cap; a conformance run " +
       'does not fill them'
+    );
+  }
+  if (status === 409 && ONLY_IN_PROGRESS_409.has(op.operationId)) {
+    return (
+      '409 `idempotency_in_progress` (its only 409 here) needs a second request with an Idempotency-Key while the first with that ' +
+      'key is still being handled; from outside that is a race between two requests, not something a client can cause at will'
     );
   }
   if (status === 502)

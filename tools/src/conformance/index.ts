@@ -13,7 +13,9 @@ import { randomBytes } from 'node:crypto';
 import { Blocked, CaseContext, INVITE_USES, Ledger, Mismatch, type CaseDef, type RunOptions, type State } from './case.js';
 import { accountCases } from './checks/accounts.js';
 import { billingCases } from './checks/billing.js';
+import { conditionalCases } from './checks/conditional.js';
 import { feedCases } from './checks/feeds.js';
+import { idempotencyCases } from './checks/idempotency.js';
 import { insightCases } from './checks/insights.js';
 import { inviteCases, leaveCases, memberCases } from './checks/invites.js';
 import { projectCases, projectDeleteCases, projectMemberCases } from './checks/projects.js';
@@ -107,6 +109,8 @@ export function buildCases(contract: ContractModel, options: { rateLimits: boole
     ...insightCases,
     ...feedCases,
     ...billingCases(options.stripeWebhookSecret),
+    ...idempotencyCases(contract),
+    ...conditionalCases(contract),
     ...leaveCases,
     ...projectDeleteCases,
     ...sessionCases,

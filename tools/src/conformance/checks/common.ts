@@ -3,7 +3,8 @@
  * 415 to a body that is not JSON, 413 to a body over 1 MiB, 400 to a page size out of range, 403 to
  * an API token on a session-only route.
  */
-import { randomToken, type CaseContext, type CaseDef } from '../case.js';
+import { randomToken, unknownUuid, type CaseContext, type CaseDef } from '../case.js';
+import type { Operation } from '../contract.js';
 import type { Request } from '../http.js';
 
 /** A path built when the case runs (it needs namespaces and ids earlier cases made). */
@@ -26,6 +27,18 @@ export function oneRequest(group: string, op: string, expect: string, title: str
       if (code === 'invalid_request') expectDetails(t, exchange.json);
     },
   };
+}
+
+/** The operation's path with `namespace` in it and a value that passes the contract for every other parameter. */
+export function concretePath(op: Operation, namespace: string): string {
+  const values: Record<string, string> = {
+    namespace,
+    feed: 'general',
+    username: 'conformance',
+    insight_id: unknownUuid(),
+    id: unknownUuid(),
+  };
+  return op.path.replace(/\{([^}]+)\}/g, (_, name: string) => values[name] ?? 'conformance');
 }
 
 /** 1 MiB and a bit: past the documented body limit. */

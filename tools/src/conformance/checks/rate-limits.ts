@@ -6,9 +6,10 @@
  * limit with refused logins. The last part keeps this address from signing up or logging in on
  * the deployment for up to a minute, which is why it runs last and only when asked.
  */
-import { randomToken, unknownUuid, type CaseContext, type CaseDef } from '../case.js';
-import type { ContractModel, Operation } from '../contract.js';
+import { randomToken, type CaseContext, type CaseDef } from '../case.js';
+import type { ContractModel } from '../contract.js';
 import type { Exchange } from '../http.js';
+import { concretePath } from './common.js';
 
 const group = 'rate limits';
 const BATCH = 25;
@@ -34,17 +35,6 @@ async function spend(t: CaseContext, send: () => Promise<Exchange>): Promise<Exc
     if (refused) return refused;
   }
   throw new Error(`${sent} requests within the minute, none refused with 429 (RateLimit-Limit says ${limit})`);
-}
-
-function concretePath(op: Operation): string {
-  const values: Record<string, string> = {
-    namespace: 'conformance-x',
-    feed: 'general',
-    username: 'conformance',
-    insight_id: unknownUuid(),
-    id: unknownUuid(),
-  };
-  return op.path.replace(/\{([^}]+)\}/g, (_, name: string) => values[name] ?? 'conformance');
 }
 
 export function rateLimitCases(contract: ContractModel): CaseDef[] {
@@ -73,7 +63,7 @@ export function rateLimitCases(contract: ContractModel): CaseDef[] {
       run: async (t) => {
         const request = {
           method: op.method,
-          path: concretePath(op),
+          path: concretePath(op, 'conformance-x'),
           authorization: credential,
           expect429: true,
           ...(op.hasBody ? { json: {} } : {}),
