@@ -67,7 +67,7 @@ async function stopService(service: Service): Promise<number | null> {
 
 /**
  * Runs a command of ours to completion without blocking the event loop (HTTP clients in this process
- * keep their sockets right): compiled JavaScript as is, TypeScript (the operator scripts) under tsx.
+ * keep their sockets right): compiled JavaScript as is, TypeScript (the operator CLI, server/src/cli.ts) under tsx.
  */
 function run(script: string, args: string[], dataDir: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -79,7 +79,7 @@ function run(script: string, args: string[], dataDir: string): Promise<{ status:
 }
 
 async function invite(dataDir: string, ...args: string[]) {
-  const result = await run('scripts/invite.ts', args, dataDir);
+  const result = await run('server/src/cli.ts', ['invite', ...args], dataDir);
   return { ...result, lastLine: result.stdout.trimEnd().split('\n').at(-1) ?? '' };
 }
 

@@ -92,7 +92,7 @@ export async function startTestServer(): Promise<void> {
     runLogger(),
     fresh?.drop,
   );
-  console.log(`\n  Tests run against: ${server.db.description}\n`);
+  console.log(`\n  Tests run against: ${server.db.description}, on Node.js ${process.version}\n`);
 }
 
 export async function stopTestServer(): Promise<void> {

@@ -1,7 +1,7 @@
 /**
- * The service as its own process (`server/src/main.ts` under tsx), as an operator runs it: for the
- * tests of what happens to the process itself (signals, exit codes). Its JSON log lines are parsed
- * and kept; standard error is kept for failure messages.
+ * The service as its own process (`server/src/main.ts` under tsx, or another command that runs it),
+ * as an operator runs it: for the tests of what happens to the process itself (signals, exit
+ * codes). Its JSON log lines are parsed and kept; standard error is kept for failure messages.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
@@ -45,11 +45,31 @@ export function embeddedServiceEnv(dataDir: string, overrides: Record<string, st
   };
 }
 
+/** What starts the service: a program, its arguments and the folder it runs in. */
+export interface ServiceCommand {
+  file: string;
+  args: string[];
+  cwd: string;
+  /**
+   * In a process group of its own: for a launcher (npx) that runs the service as a grandchild and
+   * does not pass signals on, the group is signalled, as a terminal's Ctrl-C does.
+   */
+  detached?: boolean;
+}
+
+/** The service from its sources, under tsx. */
+const FROM_SOURCES: ServiceCommand = { file: process.execPath, args: ['--import', 'tsx', 'server/src/main.ts'], cwd: repositoryRoot };
+
 /** Starts the service with `env` (the whole environment it gets) and resolves once it listens. */
-export async function startServiceProcess(env: NodeJS.ProcessEnv, startTimeoutMs = 90_000): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], {
-    cwd: repositoryRoot,
+export async function startServiceProcess(
+  env: NodeJS.ProcessEnv,
+  startTimeoutMs = 90_000,
+  command: ServiceCommand = FROM_SOURCES,
+): Promise<ServiceProcess> {
+  const child = spawn(command.file, command.args, {
+    cwd: command.cwd,
     env,
+    detached: command.detached ?? false,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const log: LogEntry[] = [];
@@ -95,7 +115,7 @@ export async function startServiceProcess(env: NodeJS.ProcessEnv, startTimeoutMs
 /** A fresh invite code through the operator command, as an operator mints one (`npm run invite`). */
 export function operatorInviteCode(env: NodeJS.ProcessEnv, uses = 10): Promise<string> {
   return new Promise((resolve, reject) => {
-    const args = ['--import', 'tsx', 'scripts/invite.ts', 'create', '--uses', String(uses)];
+    const args = ['--import', 'tsx', 'server/src/cli.ts', 'invite', 'create', '--uses', String(uses)];
     execFile(process.execPath, args, { cwd: repositoryRoot, env, timeout: 90_000 }, (error, stdout, stderr) => {
       if (error) reject(new Error(`${error.message}\n${stderr}`));
       else resolve(stdout.trim().split('\n').pop()!.trim());

@@ -1,10 +1,17 @@
-/** Applies pending migrations to the configured database (DATABASE_URL, or the embedded one in DATA_DIR). */
+/**
+ * `migrate`: applies pending migrations to the configured database (DATABASE_URL, or the embedded
+ * one in DATA_DIR) and lists them.
+ */
 import { pino } from 'pino';
-import { loadConfig } from '../server/src/config.js';
-import { DataDirError, DataDirInUseError } from '../server/src/db/lock.js';
-import { applyMigrations, openDatabase } from '../server/src/db/orm.js';
+import { loadConfig } from '../config.js';
+import { DataDirError, DataDirInUseError } from '../db/lock.js';
+import { applyMigrations, openDatabase } from '../db/orm.js';
+import { UsageError } from './usage.js';
 
-async function main(): Promise<number> {
+export const MIGRATE_SUMMARY = 'apply pending migrations (the service also applies them at every start)';
+
+export async function migrateCommand(argv: string[]): Promise<number> {
+  if (argv.length > 0) throw new UsageError('migrate takes no arguments');
   const config = loadConfig();
   const logger = pino({ level: process.env.LOG_LEVEL || 'warn', base: { service: 'signalboard' } }, pino.destination(2));
   let db;
@@ -31,13 +38,3 @@ async function main(): Promise<number> {
     await db.close();
   }
 }
-
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    console.error(`migrate: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-    process.exitCode = 1;
-  },
-);

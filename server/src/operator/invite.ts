@@ -1,21 +1,20 @@
 /**
- * Operator command for invite codes: `npm run invite -- create [--uses N] [--expires-in-days D]`
- * or `npm run invite -- list`. The new code is printed alone on the last line of stdout, for scripts.
+ * `invite create [--uses N] [--expires-in-days D]` and `invite list`: the operator's invite codes.
+ * The new code is printed alone on the last line of stdout, for scripts.
  */
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { loadConfig } from '../server/src/config.js';
-import { DataDirError } from '../server/src/db/lock.js';
-import { checkCreateInviteCodeInput, InviteCodeInputError, type InviteCodeRow } from '../server/src/domain/invite-codes.js';
-import { withInviteCodeStore } from '../server/src/operator/client.js';
+import { loadConfig } from '../config.js';
+import { checkCreateInviteCodeInput, InviteCodeInputError, type InviteCodeRow } from '../domain/invite-codes.js';
+import { withInviteCodeStore } from './client.js';
+import { UsageError } from './usage.js';
 
-const USAGE = `usage: npm run invite -- create [--uses N] [--expires-in-days D]
-       npm run invite -- list
-
-  create   makes a code admitting N accounts (1-1000000, default 1), valid for D days (1-3650, default: no expiry)
-  list     shows the codes (their first characters only; a code is shown in full once, when made)`;
-
-class UsageError extends Error {}
+/** Lines of the CLI's usage: command, summary. */
+export const INVITE_USAGE = [
+  ['invite create', 'a new code, for --uses N accounts (1-1000000, default 1), valid for'],
+  ['', '--expires-in-days D (1-3650, default: no expiry); shown once, alone on the last line'],
+  ['invite list', 'the codes (their first characters only), uses left, expiry'],
+] as const;
 
 function parse(argv: string[]) {
   let parsed;
@@ -26,27 +25,27 @@ function parse(argv: string[]) {
       options: { uses: { type: 'string' }, 'expires-in-days': { type: 'string' } },
     });
   } catch (err) {
-    throw new UsageError((err as Error).message);
+    throw new UsageError(`invite: ${(err as Error).message}`);
   }
   const { positionals, values } = parsed;
   const integer = (name: string, raw: string | undefined) => {
     if (raw === undefined) return undefined;
-    if (!/^\d+$/.test(raw)) throw new UsageError(`--${name} must be a whole number, got "${raw}"`);
+    if (!/^\d+$/.test(raw)) throw new UsageError(`invite: --${name} must be a whole number, got "${raw}"`);
     return Number(raw);
   };
-  if (positionals.length !== 1) throw new UsageError('give exactly one command: create or list');
+  if (positionals.length !== 1) throw new UsageError('invite: give exactly one command: create or list');
   if (positionals[0] === 'list') {
-    if (values.uses !== undefined || values['expires-in-days'] !== undefined) throw new UsageError('list takes no options');
+    if (values.uses !== undefined || values['expires-in-days'] !== undefined) throw new UsageError('invite: list takes no options');
     return { command: 'list' as const };
   }
-  if (positionals[0] !== 'create') throw new UsageError(`unknown command "${positionals[0]}"`);
+  if (positionals[0] !== 'create') throw new UsageError(`invite: unknown command "${positionals[0]}"`);
   const input = { uses: integer('uses', values.uses), expiresInDays: integer('expires-in-days', values['expires-in-days']) };
   try {
     // Checked before the database is opened, which can take seconds.
     return { command: 'create' as const, input: checkCreateInviteCodeInput(input) };
   } catch (err) {
     if (err instanceof InviteCodeInputError)
-      throw new UsageError(err.message.replace('expires_in_days', '--expires-in-days').replace(/^uses/, '--uses'));
+      throw new UsageError(`invite: ${err.message.replace('expires_in_days', '--expires-in-days').replace(/^uses/, '--uses')}`);
     throw err;
   }
 }
@@ -68,15 +67,8 @@ function table(rows: InviteCodeRow[]): string {
     .join('\n');
 }
 
-async function main(): Promise<number> {
-  let args;
-  try {
-    args = parse(process.argv.slice(2));
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    console.error(`${err.message}\n\n${USAGE}`);
-    return 2;
-  }
+export async function inviteCommand(argv: string[]): Promise<number> {
+  const args = parse(argv);
   const config = loadConfig();
   // Logs go to stderr, so stdout carries only the answer; never the code itself.
   const logger = pino({ level: process.env.LOG_LEVEL || 'warn', base: { service: 'signalboard' } }, pino.destination(2));
@@ -95,14 +87,3 @@ async function main(): Promise<number> {
     return 0;
   });
 }
-
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    const known = err instanceof DataDirError || err instanceof InviteCodeInputError;
-    console.error(`invite: ${known ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-    process.exitCode = 1;
-  },
-);
