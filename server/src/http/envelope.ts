@@ -9,10 +9,12 @@ import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { isMissingReference, sqlStateOf } from '../db/errors.js';
 import { ApiError, Internal, NotFound, Unavailable } from '../errors.js';
+import { PreparedBody, sendPrepared } from './representation.js';
 
 export interface Outcome {
   status: number;
   data?: unknown;
+  /** A body sent as it is, outside the envelope: a document that never changes (the contract), so it is serialised once. */
   raw?: unknown;
   /** A Server-Sent Events stream. */
   stream?: Readable;
@@ -120,7 +122,12 @@ export function envelope(): Middleware {
         ctx.body = null;
         return;
       }
-      answer = outcome.raw !== undefined ? outcome.raw : { success: true, data: outcome.data };
+      if (outcome.raw !== undefined) {
+        // The only raw answer is the contract, a JSON object (the generated types say so).
+        sendPrepared(ctx, preparedDocument(outcome.raw as object));
+        return;
+      }
+      answer = { success: true, data: outcome.data };
     } catch (thrown) {
       const error = toApiError(thrown, ctx.state.log);
       ctx.status = error.status;
@@ -135,7 +142,19 @@ export function envelope(): Middleware {
 }
 
 /** What Koa's own JSON answers carry (it looks the type up per answer). */
-const JSON_TYPE = 'application/json; charset=utf-8';
+export const JSON_TYPE = 'application/json; charset=utf-8';
+
+const documents = new WeakMap<object, PreparedBody>();
+
+/** `document` serialised, tagged and compressed once per process: it never changes (see `Outcome.raw`). */
+function preparedDocument(document: object): PreparedBody {
+  let prepared = documents.get(document);
+  if (!prepared) {
+    prepared = new PreparedBody(Buffer.from(JSON.stringify(document)), JSON_TYPE);
+    documents.set(document, prepared);
+  }
+  return prepared;
+}
 
 /**
  * Answers `value` as JSON, serialised here: with its Content-Type already set, Koa takes the string
