@@ -741,7 +741,7 @@ export interface components {
          * @description The closed list of error codes. Clients may branch on `code`; `message` is for people and may change.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "invalid_invite" | "unauthenticated" | "invalid_credentials" | "already_authenticated" | "session_required" | "not_owner" | "forbidden" | "not_found" | "method_not_allowed" | "namespace_taken" | "username_taken" | "email_taken" | "already_member" | "already_invited" | "owner_cannot_leave" | "feed_name_taken" | "last_feed" | "limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_streams" | "internal" | "billing_unavailable" | "unavailable";
+        ErrorCode: "invalid_request" | "invalid_invite" | "unauthenticated" | "invalid_credentials" | "already_authenticated" | "session_required" | "not_owner" | "forbidden" | "not_found" | "method_not_allowed" | "namespace_taken" | "username_taken" | "email_taken" | "already_member" | "already_invited" | "owner_cannot_leave" | "feed_name_taken" | "last_feed" | "limit_reached" | "idempotency_in_progress" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "too_many_streams" | "internal" | "billing_unavailable" | "unavailable";
         /** @description One validation problem. */
         ErrorDetail: {
             message: string;
@@ -1048,6 +1048,9 @@ export interface components {
     responses: never;
     parameters: {
         "FeedPath.feed": components["schemas"]["FeedName"];
+        IdempotencyKey: string;
+        /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+        IfNoneMatch: string;
         /** @description The `next_cursor` of the previous page; omit for the first page. A cursor this service did not issue is 400. */
         "PageQuery.cursor": string;
         /** @description Items per page, 1–100. */
@@ -1063,15 +1066,19 @@ export interface operations {
     getHealth: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description 200 with the payload in the envelope. */
+            /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1084,6 +1091,14 @@ export interface operations {
                         success: true;
                     };
                 };
+            };
+            /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
+            304: {
+                headers: {
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
             400: {
@@ -1130,15 +1145,19 @@ export interface operations {
     getReadiness: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description 200 with the payload in the envelope. */
+            /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1151,6 +1170,14 @@ export interface operations {
                         success: true;
                     };
                 };
+            };
+            /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
+            304: {
+                headers: {
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
             400: {
@@ -1197,15 +1224,19 @@ export interface operations {
     getRoot: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description 200 with the payload in the envelope. */
+            /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1215,6 +1246,14 @@ export interface operations {
                         success: true;
                     };
                 };
+            };
+            /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
+            304: {
+                headers: {
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
             400: {
@@ -1485,7 +1524,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 409: a uniqueness or state rule refused the change; see `code`. */
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1553,15 +1592,19 @@ export interface operations {
                 /** @description Items per page, 1–100. */
                 limit?: components["parameters"]["PageQuery.limit"];
             };
-            header?: never;
+            header?: {
+                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description 200 with the payload in the envelope. */
+            /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1571,6 +1614,14 @@ export interface operations {
                         success: true;
                     };
                 };
+            };
+            /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
+            304: {
+                headers: {
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
             400: {
@@ -1636,7 +1687,9 @@ export interface operations {
     createApiToken: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1646,9 +1699,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description 201: the resource was created; the payload is the new resource. */
+            /**
+             * @description Success: the answer to the work done now, or, with `Idempotent-Replayed: true`, the first answer
+             *     to this `Idempotency-Key` given again.
+             */
             201: {
                 headers: {
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1687,7 +1744,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 409: a uniqueness or state rule refused the change; see `code`. */
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1707,6 +1764,15 @@ export interface operations {
             };
             /** @description 415 `unsupported_media_type`. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 422 `idempotency_key_reused`. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1928,15 +1994,19 @@ export interface operations {
     getOpenApi: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The request has succeeded. */
+            /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1944,6 +2014,14 @@ export interface operations {
                         [key: string]: unknown;
                     };
                 };
+            };
+            /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
+            304: {
+                headers: {
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
             400: {
@@ -1995,15 +2073,19 @@ export interface operations {
                 /** @description Items per page, 1–100. */
                 limit?: components["parameters"]["PageQuery.limit"];
             };
-            header?: never;
+            header?: {
+                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description 200 with the payload in the envelope. */
+            /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2013,6 +2095,14 @@ export interface operations {
                         success: true;
                     };
                 };
+            };
+            /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
+            304: {
+                headers: {
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
             400: {
@@ -2069,7 +2159,9 @@ export interface operations {
     createProject: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2079,9 +2171,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description 201: the resource was created; the payload is the new resource. */
+            /**
+             * @description Success: the answer to the work done now, or, with `Idempotent-Replayed: true`, the first answer
+             *     to this `Idempotency-Key` given again.
+             */
             201: {
                 headers: {
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2111,7 +2207,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 409: a uniqueness or state rule refused the change; see `code`. */
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2131,6 +2227,15 @@ export interface operations {
             };
             /** @description 415 `unsupported_media_type`. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 422 `idempotency_key_reused`. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2174,7 +2279,10 @@ export interface operations {
     getProject: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 namespace: components["parameters"]["ProjectPath"];
             };
@@ -2182,9 +2290,10 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description 200 with the payload in the envelope. */
+            /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2194,6 +2303,14 @@ export interface operations {
                         success: true;
                     };
                 };
+            };
+            /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
+            304: {
+                headers: {
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
             400: {
@@ -2356,7 +2473,9 @@ export interface operations {
     updateProject: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 namespace: components["parameters"]["ProjectPath"];
             };
@@ -2368,9 +2487,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description 200 with the payload in the envelope. */
+            /**
+             * @description Success: the answer to the work done now, or, with `Idempotent-Replayed: true`, the first answer
+             *     to this `Idempotency-Key` given again.
+             */
             200: {
                 headers: {
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2418,7 +2541,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 409: a uniqueness or state rule refused the change; see `code`. */
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2438,6 +2561,15 @@ export interface operations {
             };
             /** @description 415 `unsupported_media_type`. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 422 `idempotency_key_reused`. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2486,7 +2618,10 @@ export interface operations {
                 /** @description Items per page, 1–100. */
                 limit?: components["parameters"]["PageQuery.limit"];
             };
-            header?: never;
+            header?: {
+                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 namespace: components["parameters"]["ProjectPath"];
             };
@@ -2494,9 +2629,10 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description 200 with the payload in the envelope. */
+            /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2506,6 +2642,14 @@ export interface operations {
                         success: true;
                     };
                 };
+            };
+            /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
+            304: {
+                headers: {
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
             400: {
@@ -2580,7 +2724,10 @@ export interface operations {
                 /** @description Only events carrying this tag, as `key:value`: the value matches a string tag, or a number or boolean tag it spells. */
                 tag?: string;
             };
-            header?: never;
+            header?: {
+                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 namespace: components["parameters"]["ProjectPath"];
             };
@@ -2588,9 +2735,10 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description 200 with the payload in the envelope. */
+            /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2600,6 +2748,14 @@ export interface operations {
                         success: true;
                     };
                 };
+            };
+            /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
+            304: {
+                headers: {
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
             400: {
@@ -2665,7 +2821,9 @@ export interface operations {
     publishEvents: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 namespace: components["parameters"]["ProjectPath"];
             };
@@ -2677,9 +2835,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description 201: the resource was created; the payload is the new resource. */
+            /**
+             * @description Success: the answer to the work done now, or, with `Idempotent-Replayed: true`, the first answer
+             *     to this `Idempotency-Key` given again.
+             */
             201: {
                 headers: {
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2718,6 +2880,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description 413 `payload_too_large`. */
             413: {
                 headers: {
@@ -2729,6 +2900,15 @@ export interface operations {
             };
             /** @description 415 `unsupported_media_type`. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 422 `idempotency_key_reused`. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2860,7 +3040,10 @@ export interface operations {
                 /** @description Items per page, 1–100. */
                 limit?: components["parameters"]["PageQuery.limit"];
             };
-            header?: never;
+            header?: {
+                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 namespace: components["parameters"]["ProjectPath"];
             };
@@ -2868,9 +3051,10 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description 200 with the payload in the envelope. */
+            /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2880,6 +3064,14 @@ export interface operations {
                         success: true;
                     };
                 };
+            };
+            /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
+            304: {
+                headers: {
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
             400: {
@@ -2945,7 +3137,9 @@ export interface operations {
     createFeed: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 namespace: components["parameters"]["ProjectPath"];
             };
@@ -2957,9 +3151,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description 201: the resource was created; the payload is the new resource. */
+            /**
+             * @description Success: the answer to the work done now, or, with `Idempotent-Replayed: true`, the first answer
+             *     to this `Idempotency-Key` given again.
+             */
             201: {
                 headers: {
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2998,7 +3196,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 409: a uniqueness or state rule refused the change; see `code`. */
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3018,6 +3216,15 @@ export interface operations {
             };
             /** @description 415 `unsupported_media_type`. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 422 `idempotency_key_reused`. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3105,7 +3312,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 409: a uniqueness or state rule refused the change; see `code`. */
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3150,7 +3357,9 @@ export interface operations {
     updateFeed: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 feed: components["parameters"]["FeedPath.feed"];
                 namespace: components["parameters"]["ProjectPath"];
@@ -3163,9 +3372,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description 200 with the payload in the envelope. */
+            /**
+             * @description Success: the answer to the work done now, or, with `Idempotent-Replayed: true`, the first answer
+             *     to this `Idempotency-Key` given again.
+             */
             200: {
                 headers: {
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3204,7 +3417,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 409: a uniqueness or state rule refused the change; see `code`. */
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3224,6 +3437,15 @@ export interface operations {
             };
             /** @description 415 `unsupported_media_type`. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 422 `idempotency_key_reused`. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3267,7 +3489,9 @@ export interface operations {
     publishEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 feed: components["parameters"]["FeedPath.feed"];
                 namespace: components["parameters"]["ProjectPath"];
@@ -3280,9 +3504,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description 201: the resource was created; the payload is the new resource. */
+            /**
+             * @description Success: the answer to the work done now, or, with `Idempotent-Replayed: true`, the first answer
+             *     to this `Idempotency-Key` given again.
+             */
             201: {
                 headers: {
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3321,6 +3549,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description 413 `payload_too_large`. */
             413: {
                 headers: {
@@ -3332,6 +3569,15 @@ export interface operations {
             };
             /** @description 415 `unsupported_media_type`. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 422 `idempotency_key_reused`. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3380,7 +3626,10 @@ export interface operations {
                 /** @description Items per page, 1–100. */
                 limit?: components["parameters"]["PageQuery.limit"];
             };
-            header?: never;
+            header?: {
+                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 namespace: components["parameters"]["ProjectPath"];
             };
@@ -3388,9 +3637,10 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description 200 with the payload in the envelope. */
+            /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3400,6 +3650,14 @@ export interface operations {
                         success: true;
                     };
                 };
+            };
+            /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
+            304: {
+                headers: {
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
             400: {
@@ -3465,7 +3723,9 @@ export interface operations {
     createInsight: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 namespace: components["parameters"]["ProjectPath"];
             };
@@ -3477,9 +3737,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description 201: the resource was created; the payload is the new resource. */
+            /**
+             * @description Success: the answer to the work done now, or, with `Idempotent-Replayed: true`, the first answer
+             *     to this `Idempotency-Key` given again.
+             */
             201: {
                 headers: {
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3518,7 +3782,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 409: a uniqueness or state rule refused the change; see `code`. */
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3538,6 +3802,15 @@ export interface operations {
             };
             /** @description 415 `unsupported_media_type`. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 422 `idempotency_key_reused`. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3661,7 +3934,9 @@ export interface operations {
     updateInsight: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 insight_id: components["schemas"]["Id"];
                 namespace: components["parameters"]["ProjectPath"];
@@ -3674,9 +3949,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description 200 with the payload in the envelope. */
+            /**
+             * @description Success: the answer to the work done now, or, with `Idempotent-Replayed: true`, the first answer
+             *     to this `Idempotency-Key` given again.
+             */
             200: {
                 headers: {
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3715,6 +3994,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description 413 `payload_too_large`. */
             413: {
                 headers: {
@@ -3726,6 +4014,15 @@ export interface operations {
             };
             /** @description 415 `unsupported_media_type`. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 422 `idempotency_key_reused`. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3774,7 +4071,10 @@ export interface operations {
                 /** @description Items per page, 1–100. */
                 limit?: components["parameters"]["PageQuery.limit"];
             };
-            header?: never;
+            header?: {
+                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 namespace: components["parameters"]["ProjectPath"];
             };
@@ -3782,9 +4082,10 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description 200 with the payload in the envelope. */
+            /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3794,6 +4095,14 @@ export interface operations {
                         success: true;
                     };
                 };
+            };
+            /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
+            304: {
+                headers: {
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
             400: {
@@ -3859,7 +4168,9 @@ export interface operations {
     createInvite: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 namespace: components["parameters"]["ProjectPath"];
             };
@@ -3871,9 +4182,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description 201: the resource was created; the payload is the new resource. */
+            /**
+             * @description Success: the answer to the work done now, or, with `Idempotent-Replayed: true`, the first answer
+             *     to this `Idempotency-Key` given again.
+             */
             201: {
                 headers: {
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3921,7 +4236,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 409: a uniqueness or state rule refused the change; see `code`. */
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3941,6 +4256,15 @@ export interface operations {
             };
             /** @description 415 `unsupported_media_type`. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 422 `idempotency_key_reused`. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4221,7 +4545,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 409: a uniqueness or state rule refused the change; see `code`. */
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4266,15 +4590,19 @@ export interface operations {
     getCurrentUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description 200 with the payload in the envelope. */
+            /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4284,6 +4612,14 @@ export interface operations {
                         success: true;
                     };
                 };
+            };
+            /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
+            304: {
+                headers: {
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
             400: {
@@ -4345,15 +4681,19 @@ export interface operations {
                 /** @description Items per page, 1–100. */
                 limit?: components["parameters"]["PageQuery.limit"];
             };
-            header?: never;
+            header?: {
+                /** @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description 200 with the payload in the envelope. */
+            /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
             200: {
                 headers: {
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4363,6 +4703,14 @@ export interface operations {
                         success: true;
                     };
                 };
+            };
+            /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
+            304: {
+                headers: {
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
             400: {
