@@ -23,6 +23,29 @@ function raw(method: string, path: string, headers: Record<string, string> = {})
   return rawRequest(baseUrl(), method, path, headers);
 }
 
+/** A JSON POST over node:http, for the bytes as sent. */
+function rawPost(path: string, headers: Record<string, string>, body: unknown): Promise<RawAnswer> {
+  const url = new URL(baseUrl() + path);
+  return new Promise((resolve, reject) => {
+    const request = http.request(
+      {
+        host: url.hostname,
+        port: url.port,
+        method: 'POST',
+        path: url.pathname,
+        headers: { ...headers, 'Content-Type': 'application/json' },
+      },
+      (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (part: Buffer) => parts.push(part));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(parts) }));
+      },
+    );
+    request.on('error', reject);
+    request.end(JSON.stringify(body));
+  });
+}
+
 /** The body as the service meant it, whatever coding it went in. */
 function decoded(answer: RawAnswer): string {
   const coding = answer.headers['content-encoding'];
@@ -104,12 +127,25 @@ describe('conditional reads and compression', () => {
         for (const field of [tag, `"other", ${tag}`, `W/${tag}`, `W/"x",W/${tag}`, '*']) {
           expectNotModified(await conditionalGet(path, field, owner.token), tag, `${path} If-None-Match: ${field}`);
         }
-        for (const field of ['"other"', `${tag.slice(0, -2)}"`, 'garbage', `"${tag}"`]) {
+        for (const field of ['"other"', `${tag.slice(0, -2)}"`, `"other", W/${tag.slice(0, -2)}"`]) {
           const full = await conditionalGet(path, field, owner.token);
           expect(full.status, `${path} If-None-Match: ${field}`).to.equal(200);
           expect(full.headers.get('etag')).to.equal(tag);
           expect(full.text).to.not.equal('');
         }
+      }
+    });
+
+    it('refuses a malformed If-None-Match on the API (400, as any header the contract declares) and ignores it elsewhere', async () => {
+      for (const field of ['garbage', '"unterminated', '"a""b"', '*, "a"']) {
+        const answer = await call('GET', projectPath(namespace), owner.token, undefined, { 'If-None-Match': field });
+        expectError(answer, 400, 'invalid_request', field);
+        expect(
+          answer.json.error.details.map((d: { path: string }) => d.path),
+          field,
+        ).to.include('/headers/if-none-match');
+        const page = await raw('GET', '/docs', { 'If-None-Match': field });
+        expect(page.status, field).to.equal(200);
       }
     });
 
@@ -247,29 +283,18 @@ describe('conditional reads and compression', () => {
     });
 
     it('compresses any large answer, a write or an error too, without tagging it', async () => {
-      const events = Array.from({ length: 20 }, (_, i) => ({ feed: 'general', event: `Batch ${i}`, description: 'x'.repeat(100) }));
-      const body = JSON.stringify({ events });
-      const answer = await new Promise<RawAnswer>((resolve, reject) => {
-        const url = new URL(baseUrl() + projectPath(namespace, '/events'));
-        const request = http.request(
-          {
-            host: url.hostname,
-            port: url.port,
-            method: 'POST',
-            path: url.pathname,
-            headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', 'Accept-Encoding': 'gzip' },
-          },
-          (res) => {
-            const parts: Buffer[] = [];
-            res.on('data', (part: Buffer) => parts.push(part));
-            res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(parts) }));
-          },
-        );
-        request.on('error', reject);
-        request.end(body);
-      });
-      expect([answer.status, answer.headers['content-encoding'], answer.headers.etag]).to.deep.equal([201, 'gzip', undefined]);
-      expect(JSON.parse(decoded(answer)).data.items).to.have.length(20);
+      const publish = (events: unknown[]) =>
+        rawPost(projectPath(namespace, '/events'), { Authorization: `Bearer ${key}`, 'Accept-Encoding': 'gzip' }, { events });
+      const created = await publish(
+        Array.from({ length: 20 }, (_, i) => ({ feed: 'general', event: `Batch ${i}`, description: 'x'.repeat(100) })),
+      );
+      expect([created.status, created.headers['content-encoding'], created.headers.etag]).to.deep.equal([201, 'gzip', undefined]);
+      expect(JSON.parse(decoded(created)).data.items).to.have.length(20);
+
+      const refused = await publish(Array.from({ length: 20 }, () => ({ feed: 'general', event: '' })));
+      expect([refused.status, refused.headers['content-encoding'], refused.headers.etag]).to.deep.equal([400, 'gzip', undefined]);
+      const error = JSON.parse(decoded(refused)).error;
+      expect([error.code, error.details.length]).to.deep.equal(['invalid_request', 20]);
     });
 
     it('serves the contract compressed, tagged once per process', async () => {
