@@ -6,6 +6,7 @@ import { dispatch, type Pipeline } from './http/dispatch.js';
 import { docs } from './http/docs.js';
 import { envelope } from './http/envelope.js';
 import type { Metrics } from './http/metrics.js';
+import { representations } from './http/representation.js';
 import { requestLog } from './http/request-log.js';
 import { cors, securityHeaders } from './http/security.js';
 import type { Services } from './services.js';
@@ -20,6 +21,9 @@ export function createApp(services: Services, pipeline: Pipeline, metrics?: Metr
   app.use(requestLog(services.logger));
   if (metrics) app.use(metrics.observe());
   app.use(securityHeaders());
+  // Outside the envelope and every mount, to tag and compress what they wrote; inside the log and
+  // the metrics, which see the status sent (a 304).
+  app.use(representations());
   app.use(envelope());
   if (metrics) app.use(metrics.endpoint(services.config.metrics.token));
   const allowOrigins = cors(services.config.corsOrigins);

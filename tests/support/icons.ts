@@ -1,7 +1,6 @@
 /**
  * What the icon tests read of a service's icons: raw HTTP under /cdn (fetch would normalise `..`
- * away, and adds `Cache-Control: no-cache` to a conditional request, which asks for the whole
- * answer), the answers an icon must get, and its row in a database.
+ * away), the answers an icon must get, and its row in a database.
  */
 import { expect } from 'chai';
 import http from 'node:http';

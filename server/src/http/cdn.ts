@@ -19,19 +19,15 @@ export function cdn(store: Pick<IconStore, 'read'>): Middleware {
     const key = ICON_PATH.exec(ctx.path)?.[1];
     if (key === undefined || !isIconKey(key)) throw new NotFound();
 
-    // Read before answering, even a conditional request: an icon that is not stored is 404, never 304.
+    // Read before answering, even a conditional request: an icon that is not stored is 404, never
+    // 304. A 200 is turned into a 304 by representation.ts, which compares If-None-Match with this ETag.
     const bytes = await store.read(key);
     if (bytes === undefined) throw new NotFound();
-    ctx.status = 200; // ctx.fresh compares validators only on a 2xx answer
     ctx.set({
       'Cache-Control': 'public, max-age=31536000, immutable',
       ETag: `"${key}"`,
       'X-Content-Type-Options': 'nosniff',
     });
-    if (ctx.fresh) {
-      ctx.status = 304;
-      return;
-    }
     // Koa answers HEAD with the body's headers (its length) and without the body.
     ctx.body = bytes;
     ctx.type = 'image/png';

@@ -3,11 +3,17 @@
  * API (`/v1`), its reference page and its contract are. And the API reference page at `/docs`: Redoc rendering `/v1/openapi.json`, with every asset served
  * by the service itself from the `redoc` npm package, so the page works offline. The page's CSP
  * allows only this origin's scripts (Redoc styles inline and searches in a blob worker).
+ *
+ * Every answer here is a body prepared once (representation.ts): tagged, compressed when first
+ * asked for in a coding, then served from memory. Redoc's 1.1 MB bundle is read on its first
+ * request, not at start; it may be cached for a day, the others are revalidated on every use.
  */
-import { createReadStream } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Middleware } from 'koa';
+import { JSON_TYPE } from './envelope.js';
+import { PreparedBody, sendPrepared } from './representation.js';
 
 const redocBundle = path.join(path.dirname(createRequire(import.meta.url).resolve('redoc/package.json')), 'bundles/redoc.standalone.js');
 
@@ -51,27 +57,44 @@ const HOME = {
   },
 };
 
+const REVALIDATE = 'no-cache';
+const JAVASCRIPT = 'text/javascript; charset=utf-8';
+
+const home = new PreparedBody(Buffer.from(JSON.stringify(HOME)), JSON_TYPE, REVALIDATE);
+const page = new PreparedBody(Buffer.from(PAGE), 'text/html; charset=utf-8', REVALIDATE);
+const init = new PreparedBody(Buffer.from(INIT), JAVASCRIPT, REVALIDATE);
+
+let bundle: Promise<PreparedBody> | undefined;
+
+/** Redoc's bundle, read once; a failed read is tried again on the next request. */
+function redoc(): Promise<PreparedBody> {
+  bundle ??= readFile(redocBundle).then(
+    (bytes) => new PreparedBody(bytes, JAVASCRIPT, 'public, max-age=86400'),
+    (error: unknown) => {
+      bundle = undefined;
+      throw error;
+    },
+  );
+  return bundle;
+}
+
 export function docs(): Middleware {
   return async (ctx, next) => {
     if (ctx.path !== '/' && ctx.path !== '/docs' && !ctx.path.startsWith('/docs/')) return next();
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next();
     switch (ctx.path) {
       case '/':
-        ctx.body = HOME;
+        sendPrepared(ctx, home);
         return;
       case '/docs':
         ctx.set('Content-Security-Policy', DOCS_CSP);
-        ctx.type = 'text/html; charset=utf-8';
-        ctx.body = PAGE;
+        sendPrepared(ctx, page);
         return;
       case '/docs/init.js':
-        ctx.type = 'text/javascript; charset=utf-8';
-        ctx.body = INIT;
+        sendPrepared(ctx, init);
         return;
       case '/docs/redoc.standalone.js':
-        ctx.type = 'text/javascript; charset=utf-8';
-        ctx.set('Cache-Control', 'public, max-age=86400');
-        ctx.body = createReadStream(redocBundle);
+        sendPrepared(ctx, await redoc());
         return;
       default:
         return next();

@@ -9,10 +9,15 @@ import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { isMissingReference, sqlStateOf } from '../db/errors.js';
 import { ApiError, Internal, NotFound, Unavailable } from '../errors.js';
+import { PreparedBody, sendPrepared } from './representation.js';
 
 export interface Outcome {
   status: number;
   data?: unknown;
+  /**
+   * A body sent as it is, outside the envelope: the contract (one object that never changes, so it
+   * is serialised, tagged and compressed once), or an answer replayed for an Idempotency-Key.
+   */
   raw?: unknown;
   /** A Server-Sent Events stream. */
   stream?: Readable;
@@ -133,6 +138,10 @@ export function envelope(): Middleware {
         ctx.body = null;
         return;
       }
+      if (outcome.raw !== undefined) {
+        sendPrepared(ctx, preparedDocument(outcome.raw as object));
+        return;
+      }
       answer = successBody(outcome);
     } catch (thrown) {
       const error = toApiError(thrown, ctx.state.log);
@@ -145,7 +154,22 @@ export function envelope(): Middleware {
 }
 
 /** What Koa's own JSON answers carry (it looks the type up per answer). */
-const JSON_TYPE = 'application/json; charset=utf-8';
+export const JSON_TYPE = 'application/json; charset=utf-8';
+
+const documents = new WeakMap<object, PreparedBody>();
+
+/**
+ * `document` serialised, tagged and compressed once per object: the contract is one object for the
+ * process's life; a replayed answer is a new object each time, and its entry goes with it.
+ */
+function preparedDocument(document: object): PreparedBody {
+  let prepared = documents.get(document);
+  if (!prepared) {
+    prepared = new PreparedBody(Buffer.from(JSON.stringify(document)), JSON_TYPE);
+    documents.set(document, prepared);
+  }
+  return prepared;
+}
 
 /**
  * Answers `value` as JSON, serialised here: with its Content-Type already set, Koa takes the string

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import type { Outcome } from './envelope.js';
+import type { PreparedBody } from './representation.js';
 
 const WELL_FORMED_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -19,6 +20,7 @@ const WELL_FORMED_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export class RequestState {
   outcome?: Outcome;
   operationId?: string;
+  prepared?: PreparedBody;
   #log: Logger | undefined;
 
   constructor(
