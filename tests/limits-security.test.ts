@@ -33,10 +33,14 @@ describe('security headers and CORS', () => {
       });
       expect(preflight.status).to.equal(204);
       expect(preflight.headers.get('access-control-allow-origin')).to.equal('https://app.example.com');
-      expect(preflight.headers.get('access-control-allow-headers')).to.contain('Authorization');
+      // What the SDK sends from a browser (a key on every keyed write) and what it reads back.
+      const allowed = (preflight.headers.get('access-control-allow-headers') ?? '').split(', ');
+      expect(allowed).to.include.members(['Authorization', 'Content-Type', 'Idempotency-Key', 'If-None-Match', 'Last-Event-ID']);
       const simple = await send(server.url, { method: 'GET', path: '/v1', headers: { Origin: 'https://app.example.com' } });
       expect(simple.headers.get('access-control-allow-origin')).to.equal('https://app.example.com');
       expect(simple.headers.get('vary')).to.contain('Origin');
+      const exposed = (simple.headers.get('access-control-expose-headers') ?? '').split(', ');
+      expect(exposed).to.include.members(['ETag', 'Idempotent-Replayed', 'X-Request-Id', 'Retry-After']);
       const other = await send(server.url, { method: 'GET', path: '/v1', headers: { Origin: 'https://evil.example.net' } });
       expect(other.status).to.equal(200);
       expect(other.headers.get('access-control-allow-origin')).to.equal(null);

@@ -14,8 +14,9 @@ const API_HEADERS: [string, string][] = [
   ['Cross-Origin-Resource-Policy', 'same-site'],
 ];
 
-const ALLOWED_HEADERS = 'Authorization, Content-Type, If-None-Match, Last-Event-ID, X-Request-Id';
-const EXPOSED_HEADERS = 'ETag, X-Request-Id, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, WWW-Authenticate';
+const ALLOWED_HEADERS = 'Authorization, Content-Type, Idempotency-Key, If-None-Match, Last-Event-ID, X-Request-Id';
+const EXPOSED_HEADERS =
+  'ETag, Idempotent-Replayed, X-Request-Id, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, WWW-Authenticate';
 
 /** Not async: it has nothing to do after `next`, so it hands `next`'s promise on rather than making one of its own. */
 export function securityHeaders(): Middleware {
