@@ -15,7 +15,9 @@ export const mochaHooks = {
     await startTestServer();
   },
   async afterAll(this: Mocha.Context) {
-    this.timeout(60_000);
+    // Reading every table for stored secrets grows with the run (tens of thousands of events and
+    // recorded idempotent answers), and the server's drain waits for its kept-alive connections.
+    this.timeout(180_000);
     // The server is stopped (and its end-of-run checks run) whatever the contract check found.
     const contractError = await assertResponsesMatchContract().then(
       () => undefined,
