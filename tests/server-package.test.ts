@@ -12,6 +12,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { embeddedServiceEnv, startServiceProcess, type ServiceProcess } from './support/service-process.js';
+import { runInstalledBin, type Outcome } from './support/installed-bin.js';
 
 const run = promisify(execFile);
 const root = path.resolve('.');
@@ -21,27 +22,13 @@ const migrations = readdirSync(path.join(root, 'server/src/db/migrations'))
   .map((file) => file.replace(/\.ts$/, ''))
   .sort();
 
-interface Outcome {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 describe('the server package (npx @signalboard/server)', function () {
   this.timeout(300_000);
   let dir: string;
   let env: NodeJS.ProcessEnv;
   let service: ServiceProcess | undefined;
 
-  const cli = (args: string[]): Promise<Outcome> =>
-    run('npx', ['--no-install', 'signalboard-server', ...args], { cwd: dir, env, timeout: 90_000 }).then(
-      ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-      (error: { code?: unknown; stdout?: string; stderr?: string }) => ({
-        code: typeof error.code === 'number' ? error.code : -1,
-        stdout: error.stdout ?? '',
-        stderr: error.stderr ?? '',
-      }),
-    );
+  const cli = (args: string[]): Promise<Outcome> => runInstalledBin(dir, 'signalboard-server', args, { env, timeout: 90_000 });
 
   before(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'signalboard-server-consumer-'));

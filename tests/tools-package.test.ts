@@ -13,15 +13,10 @@ import { expect } from 'chai';
 import { INVITE_USES } from '../tools/src/conformance/index.js';
 import { baseUrl } from './support/harness.js';
 import { inviteCode } from './support/accounts.js';
+import { runInstalledBin, type Outcome } from './support/installed-bin.js';
 
 const run = promisify(execFile);
 const root = path.resolve('.');
-
-interface Outcome {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 /** The packages installed in `modules` (scoped ones as `@scope/name`), nested ones included. */
 function installedPackages(modules: string): Map<string, string> {
@@ -65,15 +60,7 @@ describe('the tools package (npx @signalboard/tools)', function () {
   this.timeout(240_000);
   let dir: string;
 
-  const signalboard = (args: string[]): Promise<Outcome> =>
-    run('npx', ['--no-install', 'signalboard', ...args], { cwd: dir, maxBuffer: 64 * 1024 * 1024 }).then(
-      ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-      (error: { code?: unknown; stdout?: string; stderr?: string }) => ({
-        code: typeof error.code === 'number' ? error.code : -1,
-        stdout: error.stdout ?? '',
-        stderr: error.stderr ?? '',
-      }),
-    );
+  const signalboard = (args: string[]): Promise<Outcome> => runInstalledBin(dir, 'signalboard', args, { maxBuffer: 64 * 1024 * 1024 });
 
   before(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'signalboard-tools-consumer-'));
