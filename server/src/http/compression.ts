@@ -83,8 +83,8 @@ function qualityOf(params: string[]): number | undefined {
   return 1;
 }
 
-/** Effort for an answer compressed per request: brotli 4 and gzip 1 (see the journal for the measured alternatives). */
-const PER_REQUEST = { brotli: 4, gzip: 1 };
+/** Effort for an answer compressed per request: brotli 2 and gzip 1, the cheapest per byte saved on the answers measured (docs/performance-journal.md#compression). */
+const PER_REQUEST = { brotli: 2, gzip: 1 };
 /** Effort for a body compressed once per process: brotli 9 and gzip 9 (brotli 10–11 took 7–13× as long for 2–8 % fewer bytes). */
 const PREPARED = { brotli: 9, gzip: 9 };
 
