@@ -16,15 +16,22 @@ import { embeddedServiceEnv, operatorInviteCode, startServiceProcess, type Servi
 import { RawStream } from './support/sse.js';
 
 /**
- * How a failed fetch failed: `never sent` when it failed while connecting (refused by a closed
- * listener, or reset because it sat in the listener's backlog when the listener closed: the kernel
- * resets those, and no server can accept them first), so its request never reached the service;
- * otherwise the error code behind it (UND_ERR_SOCKET or ECONNRESET for a connection cut under a
- * request that may have been applied).
+ * How a failed fetch failed: `never sent` when its request never reached the service, otherwise
+ * the error code behind it (UND_ERR_SOCKET, or ECONNRESET for a kept-alive connection cut under a
+ * request that may have been applied). Never sent:
+ * - it failed while connecting: refused by a closed listener, or reset by the kernel while in the
+ *   backlog of the listener as it closed;
+ * - it was reset on a NEW connection (`onNewConnection`: the previous answer said
+ *   `Connection: close`, so fetch opened another). The handshake of such a connection can complete
+ *   in the kernel's backlog before the listener closes; the client then writes its request, and the
+ *   kernel resets the connection the service never accepted. Node 22 and 24's fetch reports that
+ *   as `read ECONNRESET` rather than as a failed connect. The stored count below still proves that
+ *   such a request was not applied.
  */
-function howItFailed(error: unknown): string {
+function howItFailed(error: unknown, onNewConnection: boolean): string {
   const cause = (error as { cause?: { code?: string; syscall?: string } }).cause;
   if (cause?.syscall === 'connect') return 'never sent';
+  if (onNewConnection && cause?.code === 'ECONNRESET') return 'never sent';
   return cause?.code ?? (error as Error).message;
 }
 
@@ -77,15 +84,17 @@ describe('SIGTERM with keep-alive clients hammering the service', function () {
       let acknowledged = 0;
       let afterSignal = 0;
       let closeAnswers = 0;
+      let lastAnswerClosed = false;
       for (;;) {
         try {
           const answer = await callAt(service.url, 'PATCH', insightPath, token, { increment: 1 });
           expect(answer.status).to.equal(200);
           acknowledged += 1;
           if (performance.now() > signalledAt) afterSignal += 1;
-          if (answer.headers.get('connection') === 'close') closeAnswers += 1;
+          lastAnswerClosed = answer.headers.get('connection') === 'close';
+          if (lastAnswerClosed) closeAnswers += 1;
         } catch (error) {
-          return { acknowledged, afterSignal, closeAnswers, ended: howItFailed(error) };
+          return { acknowledged, afterSignal, closeAnswers, ended: howItFailed(error, lastAnswerClosed) };
         }
       }
     };
@@ -109,7 +118,7 @@ describe('SIGTERM with keep-alive clients hammering the service', function () {
     expect(code, `exit code; stderr: ${service.stderr()}`).to.equal(0);
     expect(drained.msg).to.equal('drained');
     expect(drained.cut).to.equal(0);
-    // Each client's last request failed to connect: it was never sent, so never applied.
+    // Each client's last request never reached the service (see howItFailed), so was never applied.
     expect(
       results.map((r) => r.ended),
       'how each client ended',
