@@ -132,6 +132,8 @@ describe('performance properties', () => {
   it(
     'hashes passwords on worker threads: more jobs than workers all finish, with the results bcryptjs gives on the event ' + 'loop',
     async () => {
+      const nice = (task: string) => Number(readFileSync(`/proc/self/task/${task}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]);
+      const startingNice = process.platform === 'linux' ? nice(String(process.pid)) : 0;
       const pool = new PasswordPool(2);
       try {
         const passwords = Array.from({ length: 7 }, (_, i) => `password number ${i} ✓`);
@@ -144,11 +146,14 @@ describe('performance properties', () => {
         }
         expect(await pool.compare('known', bcrypt.hashSync('known', 4))).to.equal(true);
         expect(pool.load).to.deep.equal({ queued: 0, running: 0, workers: 2 });
-        // On Linux each worker lowers its own thread's priority; the event loop keeps its own.
+        // On Linux each worker lowers its own thread's priority; the event loop keeps its own (the
+        // one the run started with: 0, or more under `nice`, when the workers' change shows only
+        // if they were above it).
         if (process.platform === 'linux') {
-          const nice = (task: string) => Number(readFileSync(`/proc/self/task/${task}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]);
-          expect(nice(String(process.pid))).to.equal(0);
-          expect(readdirSync('/proc/self/task').filter((task) => nice(task) === WORKER_NICE)).to.have.length.of.at.least(2);
+          expect(nice(String(process.pid))).to.equal(startingNice);
+          if (startingNice < WORKER_NICE) {
+            expect(readdirSync('/proc/self/task').filter((task) => nice(task) === WORKER_NICE)).to.have.length.of.at.least(2);
+          }
         }
       } finally {
         await pool.close();
