@@ -704,6 +704,9 @@ describe('the billing adapter', () => {
     webhookSecret: undefined,
     priceTiers: new Map<string, number>(),
     apiUrl: 'https://api.stripe.com',
+    successUrl: undefined,
+    cancelUrl: undefined,
+    portalReturnUrl: undefined,
   };
 
   it('is off without a secret key', async () => {
