@@ -12,7 +12,7 @@
 import type Stripe from 'stripe';
 import type { CheckoutRequest, PlanSessions, WebhookEvent } from '../domain/billing.js';
 import type { SubscriptionCanceller } from '../domain/projects.js';
-import { ApiError, BillingUnavailable, InvalidRequest, NoSubscription, Unavailable } from '../errors.js';
+import { BillingUnavailable, InvalidRequest, NoSubscription, Unavailable } from '../errors.js';
 import type { Logger } from '../logger.js';
 
 /** Per attempt. Stripe answers a cancel in well under a second; 5 s of silence means trouble. */
@@ -122,27 +122,20 @@ export class StripeBilling implements SubscriptionCanceller, PlanSessions {
   }
 
   /**
-   * Runs `work` (one or more calls to Stripe) within STRIPE_DEADLINE_MS. A failure that `known`
-   * turns into an answer, or throws a named error for, is that; any other is logged and is 502
-   * `billing_unavailable`.
+   * Runs `work` (one or more calls to Stripe) within STRIPE_DEADLINE_MS. Stripe saying the
+   * subscription does not exist is `onGone`'s to answer (or refuse) when given; any other failure
+   * is logged and is 502 `billing_unavailable`.
    */
-  private async call<T>(
-    what: string,
-    fields: Record<string, unknown>,
-    work: () => Promise<T>,
-    known?: (error: unknown) => T | undefined,
-  ): Promise<T> {
+  private async call<T>(what: string, fields: Record<string, unknown>, work: () => Promise<T>, onGone?: () => T): Promise<T> {
     const started = Date.now();
     try {
       const result = await withDeadline(work(), STRIPE_DEADLINE_MS);
       this.log.info({ ...fields, ms: Date.now() - started }, `${what} done`);
       return result;
     } catch (error) {
-      if (error instanceof ApiError) throw error;
-      const answer = known?.(error);
-      if (answer !== undefined) {
-        this.log.info({ ...fields, ms: Date.now() - started }, `${what}: ${describe(this.errors, error).message as string}`);
-        return answer;
+      if (onGone && isGone(this.errors, error)) {
+        this.log.info({ ...fields, ms: Date.now() - started }, `${what}: the subscription is already gone`);
+        return onGone();
       }
       this.log.warn({ ...fields, ms: Date.now() - started, error: describe(this.errors, error) }, `${what} failed`);
       throw new BillingUnavailable();
@@ -150,12 +143,14 @@ export class StripeBilling implements SubscriptionCanceller, PlanSessions {
   }
 
   async cancelSubscription(billingId: string): Promise<void> {
-    // Stripe saying the subscription is gone (also its answer for one already canceled) is success.
+    // Gone (also Stripe's answer for one already canceled) is what a cancel wants.
     await this.call(
       'subscription cancel',
       { subscription: billingId },
-      async () => (await this.stripe.subscriptions.cancel(billingId)).status,
-      (error) => (isGone(this.errors, error) ? 'gone' : undefined),
+      async () => {
+        await this.stripe.subscriptions.cancel(billingId);
+      },
+      () => undefined,
     );
   }
 
@@ -193,9 +188,6 @@ export class StripeBilling implements SubscriptionCanceller, PlanSessions {
 
   async createPortalSession(subscriptionId: string, idempotencyKey: string | undefined): Promise<{ url: string }> {
     this.assertPortalOn();
-    const gone = (error: unknown): undefined => {
-      if (isGone(this.errors, error)) throw new NoSubscription();
-    };
     return this.call(
       'portal session',
       { subscription: subscriptionId },
@@ -209,7 +201,9 @@ export class StripeBilling implements SubscriptionCanceller, PlanSessions {
         );
         return { url: session.url };
       },
-      gone,
+      () => {
+        throw new NoSubscription();
+      },
     );
   }
 
