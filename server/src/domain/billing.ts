@@ -10,6 +10,10 @@
  * that said so: an event older than that is skipped, and a checkout that completes after its
  * subscription's first events takes the tier from there. A canceled subscription stays canceled.
  *
+ * Starting a plan (a Checkout Session) and managing it (a Customer Portal session) store nothing:
+ * they check what the service knows (the tier's price, whether the project has a subscription)
+ * and leave the rest to Stripe, whose events then come back through the webhook above.
+ *
  * Events are plain data here (the billing adapter verified and parsed them): nothing in this file
  * depends on the stripe package.
  */
