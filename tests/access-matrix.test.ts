@@ -37,6 +37,7 @@ const NOT_FOUND = [404, 'not_found'] as const;
 const NOT_OWNER = [403, 'not_owner'] as const;
 const FORBIDDEN = [403, 'forbidden'] as const;
 const SESSION_REQUIRED = [403, 'session_required'] as const;
+const BILLING_OFF = [503, 'unavailable'] as const;
 
 const anonymous = { noToken: UNAUTHENTICATED, malformedToken: UNAUTHENTICATED } as const;
 /** A project the caller is not a member of does not exist for it. */
@@ -123,6 +124,11 @@ const MATRIX: Record<string, Row> = {
   listEvents: { request: () => ({ query: '?limit=10' }), expect: members(200) },
   // A stream: the cell reads its status and headers, then lets go.
   streamEvents: { request: () => ({}), expect: members(200) },
+  // The run's server has billing off (no STRIPE_SECRET_KEY): past the access rules, the owner's
+  // answer is 503 `unavailable`, which shows the rules let it through. tests/billing-checkout.test.ts
+  // has the same rules with billing on.
+  createCheckoutSession: { request: () => ({ body: { tier: 1 } }), expect: ownerOnly(BILLING_OFF) },
+  createPortalSession: { request: () => ({}), expect: { ...ownerOnly(BILLING_OFF), ownerApiToken: SESSION_REQUIRED } },
 };
 
 // ----- the people and the project each cell runs against -----

@@ -24,8 +24,19 @@ import { ApiError } from '../server/src/errors.js';
 import type { RunningServer } from '../server/src/server.js';
 import { secret, sql, startExtraServer } from './support/harness.js';
 import { signUpOn } from './support/accounts.js';
-import { callAt, expectError, send, type Answer } from './support/http.js';
+import { callAt, expectError, type Answer } from './support/http.js';
 import { namespaceName, rowsOfProject } from './support/projects.js';
+import {
+  checkoutCompleted,
+  createdAgo,
+  deliverEvent,
+  newSubscriptionId,
+  stripeEvent,
+  subscription,
+  subscriptionDeleted,
+  subscriptionUpdated,
+  type Signing,
+} from './support/stripe-events.js';
 import { StripeStandIn } from './support/stripe-stand-in.js';
 
 const API_KEY = secret(`sk_test_${randomBytes(12).toString('hex')}`);
@@ -83,23 +94,8 @@ class Target {
     return row!.n;
   }
 
-  async deliver(event: object, signing: { secret?: string; timestamp?: number; header?: string | null } = {}): Promise<Answer> {
-    const payload = JSON.stringify(event);
-    const header =
-      signing.header === null
-        ? undefined
-        : (signing.header ??
-          Stripe.webhooks.generateTestHeaderString({
-            payload,
-            secret: signing.secret ?? WEBHOOK_SECRET,
-            ...(signing.timestamp !== undefined ? { timestamp: signing.timestamp } : {}),
-          }));
-    return send(this.server.url, {
-      method: 'POST',
-      path: '/v1/billing/webhook',
-      headers: header !== undefined ? { 'Stripe-Signature': header } : {},
-      raw: { body: payload, contentType: 'application/json' },
-    });
+  deliver(event: object, signing: Signing = {}): Promise<Answer> {
+    return deliverEvent(this.server.url, event, { secret: WEBHOOK_SECRET, ...signing });
   }
 }
 
@@ -165,63 +161,6 @@ async function largeParses(work: () => Promise<Answer>): Promise<{ answer: Answe
 function nestedBody(bytes: number): string {
   const depth = (bytes - 10) / 2;
   return `{"data":${'['.repeat(depth)}${']'.repeat(depth)}}`;
-}
-
-function stripeEvent(type: string, object: Record<string, unknown>, id = `evt_${randomBytes(12).toString('hex')}`) {
-  return {
-    id,
-    object: 'event',
-    api_version: '2025-01-01',
-    created: Math.floor(Date.now() / 1000),
-    livemode: false,
-    pending_webhooks: 1,
-    type,
-    data: { object },
-  };
-}
-
-/** The same event as if Stripe had created it `seconds` ago. */
-function createdAgo<T extends { created: number }>(event: T, seconds: number): T {
-  return { ...event, created: Math.floor(Date.now() / 1000) - seconds };
-}
-
-function checkoutCompleted(projectId: string, subscription: string, id?: string) {
-  return stripeEvent(
-    'checkout.session.completed',
-    {
-      id: `cs_test_${randomBytes(8).toString('hex')}`,
-      object: 'checkout.session',
-      mode: 'subscription',
-      client_reference_id: projectId,
-      subscription,
-      status: 'complete',
-    },
-    id,
-  );
-}
-
-function subscription(id: string, price: string, status = 'active') {
-  return {
-    id,
-    object: 'subscription',
-    status,
-    items: {
-      object: 'list',
-      data: [{ id: `si_${randomBytes(6).toString('hex')}`, object: 'subscription_item', price: { id: price, object: 'price' } }],
-    },
-  };
-}
-
-function subscriptionUpdated(id: string, price: string, status = 'active', eventId?: string) {
-  return stripeEvent('customer.subscription.updated', subscription(id, price, status), eventId);
-}
-
-function subscriptionDeleted(id: string, price: string, eventId?: string) {
-  return stripeEvent('customer.subscription.deleted', subscription(id, price, 'canceled'), eventId);
-}
-
-function newSubscriptionId(): string {
-  return `sub_${randomBytes(8).toString('hex')}`;
 }
 
 /** A Stripe stand-in, and a server of its own whose Stripe settings point at it, with `stripeSecretKey` ('' is billing off). */
@@ -704,6 +643,9 @@ describe('the billing adapter', () => {
     webhookSecret: undefined,
     priceTiers: new Map<string, number>(),
     apiUrl: 'https://api.stripe.com',
+    successUrl: undefined,
+    cancelUrl: undefined,
+    portalReturnUrl: undefined,
   };
 
   it('is off without a secret key', async () => {

@@ -83,6 +83,11 @@ describe('conformance suite, black box, against running deployments', function (
           STRIPE_WEBHOOK_SECRET: webhookSecret,
           STRIPE_API_URL: 'http://127.0.0.1:9',
           STRIPE_PRICE_TIERS: '',
+          // Checkout and portal configured: the suite's unsold tier (400) and subscription-less
+          // portal (409) are refused before anything would call Stripe.
+          STRIPE_SUCCESS_URL: 'https://app.example.com/billing/done',
+          STRIPE_CANCEL_URL: 'https://app.example.com/billing',
+          STRIPE_PORTAL_RETURN_URL: 'https://app.example.com/settings',
         }),
         port: 0,
         host: '127.0.0.1',

@@ -60,6 +60,11 @@ export interface Config {
     /** Stripe price id → tier, from `STRIPE_PRICE_TIERS=price_a:1,price_b:2`. */
     priceTiers: Map<string, number>;
     apiUrl: string;
+    /** Where Stripe Checkout sends the browser after paying, and after giving up; both needed to start a checkout. */
+    successUrl: string | undefined;
+    cancelUrl: string | undefined;
+    /** Where the Stripe Customer Portal sends the browser back to; needed to open it. */
+    portalReturnUrl: string | undefined;
   };
 }
 
@@ -150,6 +155,23 @@ function url(env: NodeJS.ProcessEnv, name: string): string | undefined {
     throw new ConfigError(`${name} is not a valid URL`);
   }
   return raw.replace(/\/+$/, '');
+}
+
+/**
+ * An absolute http(s) address Stripe sends a user's browser to, kept exactly as given: Stripe fills
+ * placeholders such as `{CHECKOUT_SESSION_ID}` in it, and a trailing slash may matter to the page.
+ */
+function pageUrl(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const raw = env[name] || undefined;
+  if (raw === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} is not a valid URL`);
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new ConfigError(`${name} must be an http or https address`);
+  return raw;
 }
 
 const S3_VARIABLES = [
@@ -253,6 +275,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       webhookSecret: env.STRIPE_WEBHOOK_SECRET || undefined,
       priceTiers: priceTiers(env.STRIPE_PRICE_TIERS),
       apiUrl: url(env, 'STRIPE_API_URL') ?? 'https://api.stripe.com',
+      successUrl: pageUrl(env, 'STRIPE_SUCCESS_URL'),
+      cancelUrl: pageUrl(env, 'STRIPE_CANCEL_URL'),
+      portalReturnUrl: pageUrl(env, 'STRIPE_PORTAL_RETURN_URL'),
     },
   };
 }

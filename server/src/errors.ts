@@ -154,3 +154,17 @@ export class Internal extends ApiError {
     super(500, 'internal', 'Something went wrong on our side.');
   }
 }
+
+/** The project already has a Stripe subscription: a second checkout would bill twice. */
+export class AlreadySubscribed extends ApiError {
+  constructor() {
+    super(409, 'already_subscribed', 'This project already has a subscription; manage it in the customer portal.');
+  }
+}
+
+/** The project has no Stripe subscription (or Stripe no longer knows it): there is no billing to manage. */
+export class NoSubscription extends ApiError {
+  constructor() {
+    super(409, 'no_subscription', 'This project has no subscription to manage.');
+  }
+}

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { createBilling } from './billing/index.js';
+import { createBilling, type Billing } from './billing/index.js';
 import type { Config } from './config.js';
 import type { Database } from './db/orm.js';
 import { Accounts } from './domain/accounts.js';
@@ -7,7 +7,6 @@ import { EventPublisher } from './domain/events.js';
 import { DatabaseIconRows } from './domain/icons.js';
 import { notifyThrough } from './domain/notifications.js';
 import { viewersStillAllowed } from './domain/stream-access.js';
-import type { SubscriptionCanceller } from './domain/projects.js';
 import { RateLimits } from './http/rate-limit.js';
 import { LocalBus, PostgresBus, type BusMessage, type EventBus } from './live/bus.js';
 import { LiveStreams } from './live/streams.js';
@@ -26,7 +25,7 @@ export interface Services {
   accounts: Accounts;
   events: EventPublisher;
   icons: IconStore;
-  billing: SubscriptionCanceller;
+  billing: Billing;
   live: LiveStreams;
   /** Why the embedded database has stopped for good, once it has (a PANIC, as on a full disk): health answers 503 then. */
   databaseFailure(): string | undefined;

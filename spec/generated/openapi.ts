@@ -312,6 +312,65 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/projects/{namespace}/billing/checkout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a checkout
+         * @description Starts a paid plan: creates a Stripe Checkout Session in subscription mode for the price
+         *     `STRIPE_PRICE_TIERS` maps to `tier` (the first one listed when several do), with the project's
+         *     id as `client_reference_id` and in the session's and subscription's `metadata.project_id`,
+         *     returning the browser to `STRIPE_SUCCESS_URL` or `STRIPE_CANCEL_URL`. Nothing changes on the
+         *     project until Stripe reports the completed checkout to the webhook, which then sets `billing_id`
+         *     and `tier`. Owner only, with a session or an API token.
+         *
+         *     A tier no price maps to: 400 `invalid_request` (detail `/body/tier`). A project that already has
+         *     a subscription (`billing_id` set): 409 `already_subscribed` (change plans in the portal).
+         *     Stripe unreachable, timing out or failing: 502 `billing_unavailable`. Billing not configured on
+         *     the server, or its checkout addresses not set: 503 `unavailable`. The `Idempotency-Key`, when
+         *     sent, is also passed on to Stripe (derived, per user and project), so a retried request makes one
+         *     session.
+         */
+        post: operations["createCheckoutSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{namespace}/billing/portal": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Open the billing portal
+         * @description Opens the Stripe Customer Portal for the project's subscription (change plan, payment method,
+         *     invoices, cancel), returning the browser to `STRIPE_PORTAL_RETURN_URL`. The customer is the
+         *     subscription's, as Stripe knows it. Owner only, with a session token: the portal's address
+         *     lets whoever holds it cancel the subscription, as deleting the project does.
+         *
+         *     A project without a subscription (`billing_id` null): 409 `no_subscription`. Stripe
+         *     unreachable, timing out or failing: 502 `billing_unavailable`. Billing not configured on the
+         *     server, or its return address not set: 503 `unavailable`.
+         */
+        post: operations["createPortalSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/projects/{namespace}/events": {
         parameters: {
             query?: never;
@@ -695,6 +754,30 @@ export interface components {
             /** @description When it happened in the publisher's product; defaults to the time of publication. */
             timestamp?: components["schemas"]["Timestamp"];
         };
+        /** @description The paid tier to start, as the project's `tier` expresses it: a tier `STRIPE_PRICE_TIERS` maps a price to. */
+        CheckoutRequest: {
+            /**
+             * Format: int32
+             * @description 1 or more (0 is the free tier, which needs no checkout).
+             */
+            tier: number;
+        };
+        /** @description A Stripe Checkout Session: send the user's browser to `url` to pay. */
+        CheckoutSession: {
+            /** @description Stripe's id of the session (`cs_…`). */
+            id: string;
+            /**
+             * Format: uri
+             * @description Stripe's hosted payment page for this session.
+             */
+            url: string;
+        };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        CheckoutSessionEnvelope: {
+            data: components["schemas"]["CheckoutSession"];
+            /** @enum {boolean} */
+            success: true;
+        };
         CreateApiTokenRequest: {
             /**
              * Format: int32
@@ -762,7 +845,7 @@ export interface components {
          * @description The closed list of error codes. Clients may branch on `code`; `message` is for people and may change.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "invalid_invite" | "unauthenticated" | "invalid_credentials" | "already_authenticated" | "session_required" | "not_owner" | "forbidden" | "not_found" | "method_not_allowed" | "namespace_taken" | "username_taken" | "email_taken" | "already_member" | "already_invited" | "owner_cannot_leave" | "feed_name_taken" | "last_feed" | "limit_reached" | "idempotency_in_progress" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "too_many_streams" | "internal" | "billing_unavailable" | "unavailable";
+        ErrorCode: "invalid_request" | "invalid_invite" | "unauthenticated" | "invalid_credentials" | "already_authenticated" | "session_required" | "not_owner" | "forbidden" | "not_found" | "method_not_allowed" | "namespace_taken" | "username_taken" | "email_taken" | "already_member" | "already_invited" | "owner_cannot_leave" | "feed_name_taken" | "last_feed" | "limit_reached" | "idempotency_in_progress" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "too_many_streams" | "internal" | "billing_unavailable" | "unavailable" | "already_subscribed" | "no_subscription";
         /** @description One validation problem. */
         ErrorDetail: {
             message: string;
@@ -976,6 +1059,20 @@ export interface components {
         /** @description An OpenAPI 3.0 document, as JSON. */
         OpenApiDocument: {
             [key: string]: unknown;
+        };
+        /** @description A Stripe Customer Portal session: send the user's browser to `url` to manage the subscription. */
+        PortalSession: {
+            /**
+             * Format: uri
+             * @description Stripe's hosted portal page; it is a credential for the project's billing for a short while.
+             */
+            url: string;
+        };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        PortalSessionEnvelope: {
+            data: components["schemas"]["PortalSession"];
+            /** @enum {boolean} */
+            success: true;
         };
         Project: {
             /** @description The Stripe subscription id, or null when there is none. Clients cannot write it. */
@@ -2871,6 +2968,294 @@ export interface operations {
             };
             /** @description 500 `internal`. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    createCheckoutSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                namespace: components["parameters"]["ProjectPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CheckoutRequest"];
+            };
+        };
+        responses: {
+            /**
+             * @description Success: the answer to the work done now, or, with `Idempotent-Replayed: true`, the first answer
+             *     to this `Idempotency-Key` given again.
+             */
+            201: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckoutSessionEnvelope"];
+                };
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 404 `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 413 `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 415 `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 422 `idempotency_key_reused`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 502 `billing_unavailable`. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    createPortalSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                namespace: components["parameters"]["ProjectPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /**
+             * @description Success: the answer to the work done now, or, with `Idempotent-Replayed: true`, the first answer
+             *     to this `Idempotency-Key` given again.
+             */
+            201: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalSessionEnvelope"];
+                };
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 404 `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 422 `idempotency_key_reused`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 502 `billing_unavailable`. */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,8 +1,9 @@
 /**
  * The server the fuzzer runs against: the service's own startServer, on a database of its own, with
  * rate limits off, cheap bcrypt, and a Stripe configuration that is never reached (so that the
- * webhook verifies signatures instead of answering 503 "billing off"; nothing the fuzzer can do
- * sets a subscription, so nothing calls Stripe).
+ * webhook verifies signatures, and checkout and portal check their requests, instead of answering
+ * 503 "billing off"; nothing the fuzzer can do sets a subscription, and no tier has a price, so
+ * checkout answers 400 and the portal 409 before anything would call Stripe).
  *
  * Database: with DATABASE_URL, a fresh database on that server (dropped on close) when `fresh`
  * is set, else DATABASE_URL itself; without it, embedded PGlite in a new temporary folder.
@@ -20,6 +21,10 @@ export const FUZZ_SERVER_ENV = {
   STRIPE_SECRET_KEY: 'sk_test_fuzz_never_used',
   STRIPE_WEBHOOK_SECRET: 'whsec_fuzz_never_used',
   STRIPE_API_URL: 'http://127.0.0.1:9',
+  STRIPE_PRICE_TIERS: '',
+  STRIPE_SUCCESS_URL: 'https://app.example.com/billing/done',
+  STRIPE_CANCEL_URL: 'https://app.example.com/billing',
+  STRIPE_PORTAL_RETURN_URL: 'https://app.example.com/settings',
   CDN_URL: '',
   CORS_ORIGINS: '',
   METRICS_ENABLED: 'false',

@@ -182,6 +182,45 @@ export interface ActivityResource {
   list(namespace: PathParam<'listActivity', 'namespace'>, query?: Query<'listActivity'>, options?: RequestOptions): Paginated<Data<'listActivity'>>;
 }
 
+export interface BillingResource {
+  /**
+   * Start a checkout.
+   *
+   * Starts a paid plan: creates a Stripe Checkout Session in subscription mode for the price
+   * `STRIPE_PRICE_TIERS` maps to `tier` (the first one listed when several do), with the project's
+   * id as `client_reference_id` and in the session's and subscription's `metadata.project_id`,
+   * returning the browser to `STRIPE_SUCCESS_URL` or `STRIPE_CANCEL_URL`. Nothing changes on the
+   * project until Stripe reports the completed checkout to the webhook, which then sets `billing_id`
+   * and `tier`. Owner only, with a session or an API token.
+   *
+   * A tier no price maps to: 400 `invalid_request` (detail `/body/tier`). A project that already has
+   * a subscription (`billing_id` set): 409 `already_subscribed` (change plans in the portal).
+   * Stripe unreachable, timing out or failing: 502 `billing_unavailable`. Billing not configured on
+   * the server, or its checkout addresses not set: 503 `unavailable`. The `Idempotency-Key`, when
+   * sent, is also passed on to Stripe (derived, per user and project), so a retried request makes one
+   * session.
+   *
+   * `POST /v1/projects/{namespace}/billing/checkout`
+   */
+  checkout(namespace: PathParam<'createCheckoutSession', 'namespace'>, body: Body<'createCheckoutSession'>, options?: RequestOptions): Promise<Data<'createCheckoutSession'>>;
+
+  /**
+   * Open the billing portal.
+   *
+   * Opens the Stripe Customer Portal for the project's subscription (change plan, payment method,
+   * invoices, cancel), returning the browser to `STRIPE_PORTAL_RETURN_URL`. The customer is the
+   * subscription's, as Stripe knows it. Owner only, with a session token: the portal's address
+   * lets whoever holds it cancel the subscription, as deleting the project does.
+   *
+   * A project without a subscription (`billing_id` null): 409 `no_subscription`. Stripe
+   * unreachable, timing out or failing: 502 `billing_unavailable`. Billing not configured on the
+   * server, or its return address not set: 503 `unavailable`.
+   *
+   * `POST /v1/projects/{namespace}/billing/portal`
+   */
+  portal(namespace: PathParam<'createPortalSession', 'namespace'>, options?: RequestOptions): Promise<Data<'createPortalSession'>>;
+}
+
 export interface EventsResource {
   /**
    * Publish a batch of events.
@@ -392,6 +431,10 @@ export class Resources {
    */
   readonly activity: ActivityResource;
   /**
+   * Stripe's webhook, which sets a project's tier and subscription.
+   */
+  readonly billing: BillingResource;
+  /**
    * Events published to a project's feeds: one at a time or in batches, listed, or streamed live.
    */
   readonly events: EventsResource;
@@ -458,6 +501,12 @@ export class Resources {
     this.activity = {
       list: (namespace, query, options) =>
         caller.paginate({ method: 'GET', path: '/v1/projects/{namespace}/activity' }, { path: { namespace }, query }, options),
+    };
+    this.billing = {
+      checkout: (namespace, body, options) =>
+        caller.call({ method: 'POST', path: '/v1/projects/{namespace}/billing/checkout', idempotencyKey: true }, { path: { namespace }, body }, options),
+      portal: (namespace, options) =>
+        caller.call({ method: 'POST', path: '/v1/projects/{namespace}/billing/portal', idempotencyKey: true }, { path: { namespace } }, options),
     };
     this.events = {
       publishBatch: (namespace, body, options) =>

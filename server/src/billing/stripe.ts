@@ -10,9 +10,9 @@
  * on it, so a quick 502 "nothing changed, try again" beats a long wait.
  */
 import type Stripe from 'stripe';
-import type { WebhookEvent } from '../domain/billing.js';
+import type { CheckoutRequest, PlanSessions, WebhookEvent } from '../domain/billing.js';
 import type { SubscriptionCanceller } from '../domain/projects.js';
-import { BillingUnavailable, InvalidRequest, Unavailable } from '../errors.js';
+import { BillingUnavailable, InvalidRequest, NoSubscription, Unavailable } from '../errors.js';
 import type { Logger } from '../logger.js';
 
 /** Per attempt. Stripe answers a cancel in well under a second; 5 s of silence means trouble. */
@@ -29,6 +29,11 @@ export interface StripeSettings {
   webhookSecret: string | undefined;
   /** Where the API is, e.g. `https://api.stripe.com` or `http://127.0.0.1:12111`: scheme, host and port only. */
   apiUrl: string;
+  /** Where Checkout returns the browser; unset, checkouts answer 503. */
+  successUrl: string | undefined;
+  cancelUrl: string | undefined;
+  /** Where the portal returns the browser; unset, the portal answers 503. */
+  portalReturnUrl: string | undefined;
 }
 
 class DeadlineExceeded extends Error {}
@@ -78,10 +83,11 @@ function describe(errors: StripeErrors, error: unknown): Record<string, unknown>
   return { type: error instanceof Error ? error.name : typeof error, message: error instanceof Error ? error.message : String(error) };
 }
 
-export class StripeBilling implements SubscriptionCanceller {
+export class StripeBilling implements SubscriptionCanceller, PlanSessions {
   private readonly stripe: Stripe;
   private readonly errors: StripeErrors;
   private readonly webhookSecret: string | undefined;
+  private readonly pages: Pick<StripeSettings, 'successUrl' | 'cancelUrl' | 'portalReturnUrl'>;
   private readonly log: Logger;
 
   /** The stripe package is a large module: it is loaded here, only when billing is configured. */
@@ -100,6 +106,7 @@ export class StripeBilling implements SubscriptionCanceller {
       appInfo: { name: 'signalboard' },
     });
     this.webhookSecret = settings.webhookSecret;
+    this.pages = { successUrl: settings.successUrl, cancelUrl: settings.cancelUrl, portalReturnUrl: settings.portalReturnUrl };
     this.log = logger.child({ component: 'billing' });
     this.log.info(
       {
@@ -107,27 +114,97 @@ export class StripeBilling implements SubscriptionCanceller {
         timeoutMs: STRIPE_TIMEOUT_MS,
         maxNetworkRetries: STRIPE_MAX_NETWORK_RETRIES,
         webhook: Boolean(settings.webhookSecret),
+        checkout: Boolean(settings.successUrl && settings.cancelUrl),
+        portal: Boolean(settings.portalReturnUrl),
       },
       'stripe billing on',
     );
   }
 
-  async cancelSubscription(billingId: string): Promise<void> {
+  /**
+   * Runs `work` (one or more calls to Stripe) within STRIPE_DEADLINE_MS. Stripe saying the
+   * subscription does not exist is `onGone`'s to answer (or refuse) when given; any other failure
+   * is logged and is 502 `billing_unavailable`.
+   */
+  private async call<T>(what: string, fields: Record<string, unknown>, work: () => Promise<T>, onGone?: () => T): Promise<T> {
     const started = Date.now();
     try {
-      const subscription = await withDeadline(this.stripe.subscriptions.cancel(billingId), STRIPE_DEADLINE_MS);
-      this.log.info({ subscription: billingId, status: subscription.status, ms: Date.now() - started }, 'subscription cancelled');
+      const result = await withDeadline(work(), STRIPE_DEADLINE_MS);
+      this.log.info({ ...fields, ms: Date.now() - started }, `${what} done`);
+      return result;
     } catch (error) {
-      if (isGone(this.errors, error)) {
-        this.log.info({ subscription: billingId, ms: Date.now() - started }, 'subscription already gone');
-        return;
+      if (onGone && isGone(this.errors, error)) {
+        this.log.info({ ...fields, ms: Date.now() - started }, `${what}: the subscription is already gone`);
+        return onGone();
       }
-      this.log.warn(
-        { subscription: billingId, ms: Date.now() - started, error: describe(this.errors, error) },
-        'subscription cancel failed',
-      );
+      this.log.warn({ ...fields, ms: Date.now() - started, error: describe(this.errors, error) }, `${what} failed`);
       throw new BillingUnavailable();
     }
+  }
+
+  async cancelSubscription(billingId: string): Promise<void> {
+    // Gone (also Stripe's answer for one already canceled) is what a cancel wants.
+    await this.call(
+      'subscription cancel',
+      { subscription: billingId },
+      async () => {
+        await this.stripe.subscriptions.cancel(billingId);
+      },
+      () => undefined,
+    );
+  }
+
+  assertCheckoutOn(): void {
+    if (!this.pages.successUrl || !this.pages.cancelUrl)
+      throw new Unavailable('Checkout is not configured on this server (STRIPE_SUCCESS_URL and STRIPE_CANCEL_URL).');
+  }
+
+  assertPortalOn(): void {
+    if (!this.pages.portalReturnUrl)
+      throw new Unavailable('The billing portal is not configured on this server (STRIPE_PORTAL_RETURN_URL).');
+  }
+
+  async createCheckoutSession({ projectId, price, idempotencyKey }: CheckoutRequest): Promise<{ id: string; url: string }> {
+    this.assertCheckoutOn();
+    const metadata = { project_id: projectId };
+    return this.call('checkout session', { project: projectId, price }, async () => {
+      const session = await this.stripe.checkout.sessions.create(
+        {
+          mode: 'subscription',
+          line_items: [{ price, quantity: 1 }],
+          client_reference_id: projectId,
+          success_url: this.pages.successUrl!,
+          cancel_url: this.pages.cancelUrl!,
+          metadata,
+          subscription_data: { metadata },
+        },
+        idempotencyKey ? { idempotencyKey } : undefined,
+      );
+      // A hosted session always has a page; without one the user could not pay.
+      if (!session.url) throw new Error(`checkout session ${session.id} has no url`);
+      return { id: session.id, url: session.url };
+    });
+  }
+
+  async createPortalSession(subscriptionId: string, idempotencyKey: string | undefined): Promise<{ url: string }> {
+    this.assertPortalOn();
+    return this.call(
+      'portal session',
+      { subscription: subscriptionId },
+      async () => {
+        // The project keeps only the subscription's id; its customer is Stripe's to say.
+        const subscription = await this.stripe.subscriptions.retrieve(subscriptionId);
+        const customer = typeof subscription.customer === 'string' ? subscription.customer : subscription.customer.id;
+        const session = await this.stripe.billingPortal.sessions.create(
+          { customer, return_url: this.pages.portalReturnUrl! },
+          idempotencyKey ? { idempotencyKey } : undefined,
+        );
+        return { url: session.url };
+      },
+      () => {
+        throw new NoSubscription();
+      },
+    );
   }
 
   assertWebhookOn(): void {

@@ -10,13 +10,19 @@
  * that said so: an event older than that is skipped, and a checkout that completes after its
  * subscription's first events takes the tier from there. A canceled subscription stays canceled.
  *
+ * Starting a plan (a Checkout Session) and managing it (a Customer Portal session) store nothing:
+ * they check what the service knows (the tier's price, whether the project has a subscription)
+ * and leave the rest to Stripe, whose events then come back through the webhook above.
+ *
  * Events are plain data here (the billing adapter verified and parsed them): nothing in this file
  * depends on the stripe package.
  */
+import { createHash } from 'node:crypto';
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Project, StripeSubscription } from '../db/entities.js';
 import { claimStripeEvent, rememberSubscription } from '../db/queries/billing.js';
+import { AlreadySubscribed, InvalidRequest, NoSubscription } from '../errors.js';
 import { recordActivity } from './activity.js';
 
 /** A verified Stripe event: its id, its type and the object it carries (`data.object`). */
@@ -166,4 +172,85 @@ function change(
     billingId: next.billingId,
     ...(replaced ? { replacedBillingId: replaced } : {}),
   };
+}
+
+/** What the billing adapter needs to create a Checkout Session for a project. */
+export interface CheckoutRequest {
+  projectId: string;
+  /** The Stripe price of the tier asked for. */
+  price: string;
+  /** Passed to Stripe so that a retried request makes one session; undefined without an `Idempotency-Key`. */
+  idempotencyKey: string | undefined;
+}
+
+/** Starts and manages plans through Stripe's hosted pages; the billing adapter implements it. */
+export interface PlanSessions {
+  /** Throws 503 `unavailable` when billing, or the addresses a checkout returns to, are not configured. */
+  assertCheckoutOn(): void;
+  /** Throws 503 `unavailable` when billing, or the portal's return address, is not configured. */
+  assertPortalOn(): void;
+  /** A subscription-mode Checkout Session; 502 `billing_unavailable` when Stripe fails or does not answer in bounded time. */
+  createCheckoutSession(request: CheckoutRequest): Promise<{ id: string; url: string }>;
+  /**
+   * A Customer Portal session for the subscription's customer; 409 `no_subscription` when Stripe
+   * says the subscription does not exist, 502 `billing_unavailable` when Stripe fails.
+   */
+  createPortalSession(subscriptionId: string, idempotencyKey: string | undefined): Promise<{ url: string }>;
+}
+
+/** The price of `tier`: the first one `STRIPE_PRICE_TIERS` lists for it, or undefined when none is. */
+export function priceOfTier(priceTiers: ReadonlyMap<string, number>, tier: number): string | undefined {
+  for (const [price, mapped] of priceTiers) if (mapped === tier) return price;
+  return undefined;
+}
+
+/**
+ * The idempotency key sent to Stripe for a request that carried `Idempotency-Key`: the same for a
+ * retry of the same request (same user, project, kind and key), and never the same for two users'
+ * keys, which the service keeps apart too. Hashed, so it is as long as Stripe takes whatever the
+ * client sent.
+ */
+export function stripeIdempotencyKey(
+  kind: 'checkout' | 'portal',
+  userId: string,
+  projectId: string,
+  key: string | undefined,
+): string | undefined {
+  if (key === undefined) return undefined;
+  const digest = createHash('sha256').update(`${userId}\n${projectId}\n${key}`).digest('hex');
+  return `signalboard-${kind}-${digest}`;
+}
+
+/**
+ * Starts a checkout for `tier`. In this order: billing configured (503); a price for the tier
+ * (400); no subscription yet (409); then Stripe (502). Nothing is stored: the project changes only
+ * when Stripe reports the completed checkout to the webhook.
+ */
+export function startCheckout(
+  billing: PlanSessions,
+  priceTiers: ReadonlyMap<string, number>,
+  project: Pick<Project, 'id' | 'billingId'>,
+  tier: number,
+  idempotencyKey: string | undefined,
+): Promise<{ id: string; url: string }> {
+  billing.assertCheckoutOn();
+  const price = priceOfTier(priceTiers, tier);
+  if (price === undefined) {
+    throw new InvalidRequest('No plan is sold for this tier.', [
+      { path: '/body/tier', message: 'no Stripe price is configured for this tier' },
+    ]);
+  }
+  if (project.billingId) throw new AlreadySubscribed();
+  return billing.createCheckoutSession({ projectId: project.id, price, idempotencyKey });
+}
+
+/** Opens the customer portal for the project's subscription: 503 when billing is off, 409 without a subscription. */
+export function openPortal(
+  billing: PlanSessions,
+  project: Pick<Project, 'billingId'>,
+  idempotencyKey: string | undefined,
+): Promise<{ url: string }> {
+  billing.assertPortalOn();
+  if (!project.billingId) throw new NoSubscription();
+  return billing.createPortalSession(project.billingId, idempotencyKey);
 }

@@ -1,5 +1,7 @@
 import type { Handler } from '../http/handler-types.js';
-import { applyWebhookEvent } from '../domain/billing.js';
+import { projectAccess } from '../domain/access.js';
+import { applyWebhookEvent, openPortal, startCheckout, stripeIdempotencyKey } from '../domain/billing.js';
+import { presentCheckoutSession, presentPortalSession } from '../presenters/billing.js';
 
 /**
  * Stripe sends events of a few KiB; this bounds what an anonymous sender can make the service read
@@ -26,4 +28,17 @@ export const stripeWebhook: Handler<'stripeWebhook'> = async ({ headers, readRaw
     services.logger.warn(line, 'stripe checkout replaced a project subscription; the old one may still be billing');
   else services.logger.info(line, result.outcome === 'ignored' ? 'stripe event ignored' : 'stripe event');
   return { status: 200, data: { received: true } };
+};
+
+export const createCheckoutSession: Handler<'createCheckoutSession'> = async ({ params, body, headers, caller, em, services }) => {
+  const { project } = await projectAccess(em, caller, params.namespace, 'billing.checkout');
+  const key = stripeIdempotencyKey('checkout', caller.userId, project.id, headers['Idempotency-Key']);
+  const session = await startCheckout(services.billing, services.config.stripe.priceTiers, project, body.tier, key);
+  return { status: 201, data: presentCheckoutSession(session) };
+};
+
+export const createPortalSession: Handler<'createPortalSession'> = async ({ params, headers, caller, em, services }) => {
+  const { project } = await projectAccess(em, caller, params.namespace, 'billing.portal');
+  const key = stripeIdempotencyKey('portal', caller.userId, project.id, headers['Idempotency-Key']);
+  return { status: 201, data: presentPortalSession(await openPortal(services.billing, project, key)) };
 };

@@ -4,7 +4,7 @@ import { createApiToken, deleteApiToken, listApiTokens, login, logout, signup } 
 import { getHealth, getOpenApi, getReadiness, getRoot } from './meta.js';
 import { getCurrentUser } from './users.js';
 import { listActivity } from './activity.js';
-import { stripeWebhook } from './billing.js';
+import { createCheckoutSession, createPortalSession, stripeWebhook } from './billing.js';
 import { listEvents, publishEvent, publishEvents, streamEvents } from './events.js';
 import { createFeed, deleteFeed, listFeeds, updateFeed } from './feeds.js';
 import { createInsight, deleteInsight, listInsights, updateInsight } from './insights.js';
@@ -49,4 +49,6 @@ export const handlers: Handlers = {
   listEvents,
   streamEvents,
   stripeWebhook,
+  createCheckoutSession,
+  createPortalSession,
 };

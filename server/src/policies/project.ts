@@ -38,6 +38,8 @@ export const PROJECT_RULES = {
   'event.publish': 'member',
   'event.list': 'member',
   'event.stream': 'member',
+  'billing.checkout': 'owner',
+  'billing.portal': 'owner',
 } as const satisfies Record<string, Rule>;
 
 export type ProjectAction = keyof typeof PROJECT_RULES;

@@ -47,6 +47,9 @@ export interface State {
   billingOn?: boolean;
   /** Operations the deployment does not rate-limit (answered otherwise to a spent credential). */
   notLimited: Map<string, number>;
+  /** Whether checkout and the billing portal are configured (false: they answer 503); undefined until a case found out. */
+  checkoutOn?: boolean;
+  portalOn?: boolean;
 }
 
 /** What the run created and has not yet removed; the clean-up works from it. */

@@ -45,6 +45,8 @@ export interface CoverageContext {
   billingOn: boolean | undefined;
   /** Operations that answered a spent credential as usual. */
   notLimited: Map<string, number>;
+  /** Whether the billing portal is configured (false: it answered 503); undefined: not found out. */
+  portalOn?: boolean | undefined;
 }
 
 /**
@@ -91,6 +93,8 @@ export function notProvokableReason(op: Operation, status: number, context: Cove
       'key is still being handled; from outside that is a race between two requests, not something a client can cause at will'
     );
   }
+  const plans = planReason(op, status, context);
+  if (plans) return plans;
   if (status === 502)
     return (
       '502 `billing_unavailable` needs a project with a Stripe subscription (only a Stripe checkout sets billing_id) and Stripe ' +
@@ -103,6 +107,29 @@ export function notProvokableReason(op: Operation, status: number, context: Cove
     if (!context.webhookSecret) return "200 needs an event signed with the deployment's webhook secret: pass --stripe-webhook-secret";
     if (context.billingOn === false) return 'billing is off on this deployment: the webhook answers 503 to every event';
   }
+  return undefined;
+}
+
+/** Checkout and portal: what the suite leaves unseen because it never creates sessions in the deployment's Stripe account. */
+function planReason(op: Operation, status: number, context: CoverageContext): string | undefined {
+  const checkout = op.operationId === 'createCheckoutSession';
+  if (!checkout && op.operationId !== 'createPortalSession') return undefined;
+  if (status === 502)
+    return '502 `billing_unavailable` needs Stripe to fail while a checkout or portal session is created; a client cannot make it fail';
+  if (status === 201 && checkout)
+    return (
+      '201 creates a Checkout Session in the deployment’s Stripe account for a tier it sells; the suite creates nothing outside ' +
+      'the service'
+    );
+  if (status === 201)
+    return '201 needs a project with a Stripe subscription, which only a checkout paid through Stripe gives; the suite pays for none';
+  if (status === 409 && checkout)
+    return (
+      '409 `already_subscribed` needs a project with a Stripe subscription (a paid checkout), and `idempotency_in_progress` two ' +
+      'requests with one key at once'
+    );
+  if (status === 409 && context.portalOn === false)
+    return 'the billing portal is not configured on this deployment: it answers 503 before it looks for a subscription';
   return undefined;
 }
 

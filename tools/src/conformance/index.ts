@@ -285,6 +285,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     webhookSecret: Boolean(runOptions.stripeWebhookSecret),
     billingOn: state.billingOn,
     notLimited: state.notLimited,
+    portalOn: state.portalOn,
   });
   const nonConformance = client.exchanges
     .filter((e) => e.problems.length > 0)

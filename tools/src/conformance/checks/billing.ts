@@ -4,14 +4,96 @@
  * event of a type the service ignores (so nothing changes anywhere) and checks it is acknowledged,
  * also when delivered twice. Signatures are Stripe's scheme: `t=<unix time>,v1=<HMAC-SHA256 of
  * "<t>.<body>" with the secret>`.
+ *
+ * Checkout and portal: their access rules and bad requests, a tier no deployment sells (400, or 503
+ * where checkout is not configured) and the portal of a project without a subscription (409, or
+ * 503). The suite never starts a real checkout or opens a real portal: that would create sessions
+ * in the deployment's Stripe account (see coverage.ts for what that leaves unseen).
  */
 import { createHmac } from 'node:crypto';
 import type { CaseContext, CaseDef } from '../case.js';
 import type { Exchange } from '../http.js';
-import { oversizedBody } from './common.js';
+import {
+  ns,
+  oneRequest,
+  oversizedBody,
+  payloadTooLarge,
+  sessionOf,
+  sessionRequired,
+  unauthenticated,
+  unsupportedMediaType,
+} from './common.js';
 
 const group = 'billing';
 const WEBHOOK = 'POST /v1/billing/webhook';
+const CHECKOUT = 'POST /v1/projects/{namespace}/billing/checkout';
+const PORTAL = 'POST /v1/projects/{namespace}/billing/portal';
+/** The largest tier the contract takes: no deployment sells it. */
+const UNSOLD_TIER = 2_147_483_647;
+
+const checkoutPath = (t: CaseContext): string => `/v1/projects/${ns(t)}/billing/checkout`;
+const portalPath = (t: CaseContext): string => `/v1/projects/${ns(t)}/billing/portal`;
+
+/** Access rules and bad requests of checkout and portal, then the answers that tell whether each is configured. */
+const planCases: CaseDef[] = [
+  unauthenticated(group, CHECKOUT, checkoutPath, { json: { tier: 1 } }),
+  unauthenticated(group, PORTAL, portalPath),
+  oneRequest(group, CHECKOUT, '403 not_owner', 'a member who is not the owner may not start a checkout', (t) => ({
+    method: 'POST',
+    path: checkoutPath(t),
+    token: sessionOf('b')(t),
+    json: { tier: 1 },
+  })),
+  oneRequest(group, PORTAL, '403 not_owner', 'a member who is not the owner may not open the billing portal', (t) => ({
+    method: 'POST',
+    path: portalPath(t),
+    token: sessionOf('b')(t),
+  })),
+  sessionRequired(group, PORTAL, portalPath),
+  oneRequest(group, CHECKOUT, '400 invalid_request', 'tier 0 (the free tier) is refused, with details', (t) => ({
+    method: 'POST',
+    path: checkoutPath(t),
+    token: sessionOf('a')(t),
+    json: { tier: 0 },
+  })),
+  oneRequest(group, PORTAL, '400 invalid_request', 'a namespace outside the format is refused', (t) => ({
+    method: 'POST',
+    path: '/v1/projects/NOT_VALID/billing/portal',
+    token: sessionOf('a')(t),
+  })),
+  unsupportedMediaType(group, CHECKOUT, checkoutPath, sessionOf('a')),
+  payloadTooLarge(group, CHECKOUT, checkoutPath, sessionOf('a')),
+  {
+    group,
+    op: CHECKOUT,
+    expect: '400 invalid_request (checkout configured) or 503 unavailable (not)',
+    title: 'a tier no price is configured for is refused; where billing or checkout is not configured, 503',
+    run: async (t) => {
+      const exchange = await t.send({ method: 'POST', path: checkoutPath(t), token: sessionOf('a')(t), json: { tier: UNSOLD_TIER } });
+      t.state.checkoutOn = exchange.status !== 503;
+      if (t.state.checkoutOn) t.expect(exchange, 400, 'invalid_request');
+      else {
+        t.expect(exchange, 503, 'unavailable');
+        t.note('checkout is not configured on this deployment (it answers 503)');
+      }
+    },
+  },
+  {
+    group,
+    op: PORTAL,
+    expect: '409 no_subscription (portal configured) or 503 unavailable (not)',
+    title: 'the portal of a project without a subscription is refused; where billing or the portal is not configured, 503',
+    run: async (t) => {
+      const exchange = await t.send({ method: 'POST', path: portalPath(t), token: sessionOf('a')(t) });
+      t.state.portalOn = exchange.status !== 503;
+      if (t.state.portalOn) t.expect(exchange, 409, 'no_subscription');
+      else {
+        t.expect(exchange, 503, 'unavailable');
+        t.note('the billing portal is not configured on this deployment (it answers 503)');
+      }
+    },
+  },
+];
 
 function event(t: CaseContext): string {
   const created = Math.floor(Date.now() / 1000);
@@ -108,6 +190,7 @@ export function billingCases(withSecret: boolean): CaseDef[] {
       },
     },
   ];
+  cases.push(...planCases);
   if (withSecret) {
     cases.push({
       group,
