@@ -2,12 +2,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ProjectInvite, ProjectMember, User, type Project } from '../db/entities.js';
 import { countMembersAndInvites } from '../db/queries/members.js';
-import { Conflict, NotFound } from '../errors.js';
+import { lockUserRow } from '../db/queries/row-locks.js';
+import { Conflict, Forbidden, NotFound } from '../errors.js';
 import { recordActivity } from './activity.js';
 import { refuseAtCap, type Limits } from './limits.js';
 import { findPage, type PageRequest } from './pagination.js';
 import { loadProject, type ProjectView } from './projects.js';
-import { lockProject, transaction } from './transaction.js';
+import { lockProject, lockUser, transaction } from './transaction.js';
 
 async function userNamed(em: EntityManager, username: string): Promise<User> {
   const user = await em.findOne(User, { username: username.toLowerCase() });
@@ -102,5 +103,45 @@ export async function deleteInvite(em: EntityManager, actor: User, project: Proj
     const declined = invitee!.id === actor.id;
     recordActivity(tx, project, actor, declined ? 'invite.declined' : 'invite.revoked', { username: invitee!.username });
     await tx.flush();
+  });
+}
+
+/**
+ * The owner hands the project over to another member, who becomes its owner; the old owner stays a
+ * member. The users' rows are locked first (in id order, as the cap on owned projects is counted
+ * for the new owner), then the project's row FOR UPDATE, so transfers of one project run one at a
+ * time and each checks, under the lock, that its caller still owns the project: of two at once, the
+ * second is refused with 403. The schema allows one owner per project
+ * (`project_members_one_owner`), so the old owner is made a member before the new one is made
+ * owner, in one transaction: no one ever sees zero or two owners. Naming the caller changes nothing.
+ */
+export async function transferOwnership(
+  em: EntityManager,
+  actor: User,
+  project: Project,
+  username: string,
+  limits: Limits,
+): Promise<ProjectView> {
+  const heir = await em.findOne(User, { username: username.toLowerCase() });
+  if (!heir) throw memberNotFound();
+  return transaction(em, async (tx) => {
+    for (const id of [actor.id, heir.id].sort()) {
+      if (id === actor.id) await lockUser(tx, id);
+      // The heir's account was deleted meanwhile: it is no member any more.
+      else if (!(await lockUserRow(tx, id))) throw memberNotFound();
+    }
+    await lockProject(tx, project.id, 'update');
+    const owner = await tx.findOne(ProjectMember, { project, user: actor, role: 'owner' });
+    if (!owner) throw new Forbidden('not_owner', "Only the project's owner can do this.");
+    if (heir.id === actor.id) return loadProject(tx, project.id);
+    const next = await tx.findOne(ProjectMember, { project, user: heir });
+    if (!next) throw memberNotFound();
+    const owned = await tx.count(ProjectMember, { user: heir, role: 'owner' });
+    refuseAtCap(limits, 'projectsPerUser', owned, `${heir.username} owns ${owned} projects`);
+    await tx.nativeUpdate(ProjectMember, { id: owner.id }, { role: 'member' });
+    await tx.nativeUpdate(ProjectMember, { id: next.id }, { role: 'owner' });
+    recordActivity(tx, project, actor, 'project.owner_changed', { from: actor.username, to: heir.username });
+    await tx.flush();
+    return loadProject(tx, project.id);
   });
 }

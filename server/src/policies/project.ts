@@ -38,6 +38,7 @@ export const PROJECT_RULES = {
   'event.publish': 'member',
   'event.list': 'member',
   'event.stream': 'member',
+  'project.transfer': 'owner',
 } as const satisfies Record<string, Rule>;
 
 export type ProjectAction = keyof typeof PROJECT_RULES;
