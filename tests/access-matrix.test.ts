@@ -123,6 +123,12 @@ const MATRIX: Record<string, Row> = {
   listEvents: { request: () => ({ query: '?limit=10' }), expect: members(200) },
   // A stream: the cell reads its status and headers, then lets go.
   streamEvents: { request: () => ({}), expect: members(200) },
+  transferOwnership: {
+    // To another member than the caller: the owner hands the project over, which changes who owns the fixture.
+    freshPerCaller: true,
+    request: (f) => ({ body: { username: f.other.username } }),
+    expect: { ...ownerOnly(200), ownerApiToken: SESSION_REQUIRED },
+  },
 };
 
 // ----- the people and the project each cell runs against -----

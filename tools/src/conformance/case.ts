@@ -47,6 +47,8 @@ export interface State {
   billingOn?: boolean;
   /** Operations the deployment does not rate-limit (answered otherwise to a spent credential). */
   notLimited: Map<string, number>;
+  /** The namespace of project H, which A hands over to B before both accounts are deleted. */
+  handedOver?: string;
 }
 
 /** What the run created and has not yet removed; the clean-up works from it. */
