@@ -173,8 +173,8 @@ export interface ProjectsResource {
   /**
    * Transfer ownership.
    *
-   * Extension: hands the project over to another of its members, who becomes its owner; the caller
-   * stays a member. Owner only (a member gets 403 `not_owner`), with a session token. A username
+   * Hands the project over to another of its members, who becomes its owner; the caller stays a
+   * member. Owner only (a member gets 403 `not_owner`), with a session token. A username
    * that is not a member of the project (unknown, an outsider, or only invited): 404 `not_found`.
    * Naming the caller itself changes nothing and answers the project as it is. 409 `limit_reached`
    * when the new owner already owns as many projects as a user may. Records `project.owner_changed`
@@ -380,8 +380,8 @@ export interface UsersResource {
   /**
    * Delete my account.
    *
-   * Extension: deletes the caller's account, with a session token and the account's password (a
-   * wrong one: 401 `invalid_credentials`, and nothing changes).
+   * Deletes the caller's account, with a session token and the account's password (a wrong one:
+   * 401 `invalid_credentials`, and nothing changes).
    *
    * Refused with 409 `owns_projects` while the caller owns a project that has other members: hand
    * it over first (`PUT /v1/projects/{namespace}/owner`) or remove them; `details` name those
