@@ -14,10 +14,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiToken, Project, ProjectInvite, ProjectMember, Session, User } from '../db/entities.js';
 import { ownedProjects } from '../db/queries/members.js';
+import { lockProjectRow } from '../db/queries/row-locks.js';
 import { OwnsProjects } from '../errors.js';
 import { recordActivity, type ActivityType } from './activity.js';
 import { deleteProjectIn, type SubscriptionCanceller } from './projects.js';
-import { lockProject, lockUser, transaction } from './transaction.js';
+import { lockUser, transaction } from './transaction.js';
 
 /** What went with the account, for the announcements that end live streams at once. */
 export interface DeletedAccount {
@@ -46,14 +47,16 @@ interface GivenUp {
 export async function deleteAccount(em: EntityManager, billing: SubscriptionCanceller, user: User): Promise<DeletedAccount> {
   return transaction(em, async (tx) => {
     await lockUser(tx, user.id);
-    for (const { id } of await ownedProjects(tx, user.id)) await lockProject(tx, id, 'update');
+    // A project deleted meanwhile has no row to lock, and is not in the list read under the locks.
+    for (const { id } of await ownedProjects(tx, user.id)) await lockProjectRow(tx, id, 'update');
     const owned = await ownedProjects(tx, user.id);
     const shared = owned.filter((project) => project.others > 0);
     if (shared.length > 0) throw new OwnsProjects(shared);
     for (const { id } of owned) await deleteProjectIn(tx, billing, id);
 
     const givenUp = await rowsGivenUp(tx, user);
-    for (const projectId of [...new Set(givenUp.map((row) => row.projectId))].sort()) await lockProject(tx, projectId, 'key share');
+    // As above: a row of a project deleted meanwhile went with it, and its removal below finds nothing.
+    for (const projectId of [...new Set(givenUp.map((row) => row.projectId))].sort()) await lockProjectRow(tx, projectId, 'key share');
     const left = new Set<string>();
     for (const row of givenUp) {
       // A row someone else removed meanwhile was recorded by that removal.
