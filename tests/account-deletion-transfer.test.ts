@@ -98,6 +98,28 @@ describe('DELETE /v1/users/me', () => {
     expectData(await call('GET', '/v1/users/me', owner.token));
   });
 
+  it('owning more shared projects than the details hold: the message counts them all, the details name 20', async function () {
+    this.timeout(120_000);
+    const owner = await signUp();
+    const mate = await signUp();
+    const namespaces: string[] = [];
+    for (let i = 0; i < 21; i++) {
+      const project = await createProject(owner.token);
+      await addMember(owner.token, project.namespace, mate);
+      namespaces.push(project.namespace);
+    }
+    const answer = await deleteMe(owner, owner.password);
+    expect(answer.status, answer.text).to.equal(409);
+    expect(answer.json.error.code).to.equal('owns_projects');
+    expect(answer.json.error.message).to.match(/^You own 21 projects with other members/);
+    expect(answer.json.error.details).to.have.length(20);
+    for (const detail of answer.json.error.details) {
+      expect(namespaces).to.include(detail.path.replace('/projects/', ''));
+      expect(detail.message).to.equal('has 1 other member');
+    }
+    expect((await userFootprint(owner.id)).project_members).to.equal(21);
+  });
+
   it('deletes the account with what hangs off it; activity it wrote stays with actor null; the name is free again', async () => {
     const user = await signUp();
     const other = await signUp();
