@@ -8,11 +8,12 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import type { RunningServer } from '../server/src/server.js';
-import { count, secret, sql, startExtraServer } from './support/harness.js';
+import { baseUrl, count, secret, sql, startExtraServer } from './support/harness.js';
 import { apiToken, signUp, signUpOn, type TestUser } from './support/accounts.js';
 import { call, callAt, expectData, expectError, expectInvalid, expectNoContent, type Answer } from './support/http.js';
 import { activityRows, addMember, createInsight, createProject, invite, member, projectPath, rowsOfProject } from './support/projects.js';
 import { StripeStandIn } from './support/stripe-stand-in.js';
+import { Signalboard, SignalboardApiError } from '../sdk/src/index.js';
 
 const deleteMe = (user: { token: string }, password: string) => call('DELETE', '/v1/users/me', user.token, { password });
 const transfer = (token: string, namespace: string, username: string) => call('PUT', projectPath(namespace, '/owner'), token, { username });
@@ -198,6 +199,21 @@ describe('DELETE /v1/users/me', () => {
     expect(again.id).to.not.equal(user.id);
     // A new account under the old name inherits nothing of the old one.
     expectError(await call('GET', projectPath(theirs.namespace), again.token), 404, 'not_found');
+  });
+
+  it('through the SDK: users.deleteMe sends the password, projects.transferOwnership hands over', async () => {
+    const user = await signUp();
+    const mate = await signUp();
+    const sb = new Signalboard({ baseUrl: baseUrl(), token: user.token });
+    const project = await sb.projects.create({ name: 'Via the SDK', namespace: `sdk-${randomBytes(4).toString('hex')}` });
+    await addMember(user.token, project.namespace, mate);
+    const handed = await sb.projects.transferOwnership(project.namespace, { username: mate.username });
+    expect(handed.members.map((m) => m.role)).to.deep.equal(['owner', 'member']);
+    const refused = await sb.users.deleteMe({ password: `${user.password}-wrong` }).catch((error: unknown) => error);
+    expect(refused).to.be.instanceOf(SignalboardApiError);
+    expect((refused as SignalboardApiError).code).to.equal('invalid_credentials');
+    await sb.users.deleteMe({ password: user.password });
+    expect((await userFootprint(user.id)).users).to.equal(0);
   });
 
   it('racing an invitee accepting into its solo project: either 409 and a member, or deleted and the accept 404', async function () {
