@@ -348,7 +348,7 @@ describe('PUT /v1/projects/{namespace}/owner', () => {
   });
 });
 
-describe('deleting an account with a subscribed project (Stripe stand-in)', function () {
+describe('on a server of its own: Stripe stand-in, and at most 2 projects per user', function () {
   this.timeout(60_000);
   const apiKey = secret(`sk_test_${randomBytes(12).toString('hex')}`);
   let standIn: StripeStandIn;
@@ -362,6 +362,8 @@ describe('deleting an account with a subscribed project (Stripe stand-in)', func
       STRIPE_WEBHOOK_SECRET: secret(`whsec_${randomBytes(16).toString('hex')}`),
       STRIPE_PRICE_TIERS: 'price_basic:1',
       STRIPE_API_URL: standIn.url,
+      // A subscriber owns two projects: at the cap, so a project handed to it is refused.
+      MAX_PROJECTS_PER_USER: '2',
     });
   });
 
@@ -417,5 +419,28 @@ describe('deleting an account with a subscribed project (Stripe stand-in)', func
     expect(before.user.users).to.equal(1);
     expect(before.paid.projects).to.equal(1);
     expectData(await callAt(server.url, 'GET', '/v1/users/me', s.user.token));
+  });
+
+  it('handing a project to a member who owns as many projects as the cap allows: 409 limit_reached, nothing changes', async () => {
+    const s = await subscriber();
+    const owner = await signUpOn(server);
+    const project = expectData(
+      await callAt(server.url, 'POST', '/v1/projects', owner.token, {
+        name: 'Handed',
+        namespace: `hand-${randomBytes(4).toString('hex')}`,
+      }),
+      201,
+    );
+    expectData(
+      await callAt(server.url, 'POST', projectPath(project.namespace, '/invites'), owner.token, { username: s.user.username }),
+      201,
+    );
+    expectData(await callAt(server.url, 'PUT', projectPath(project.namespace, `/invites/${s.user.username}`), s.user.token));
+    const before = await rowsOfProject(project.id, server.db);
+    const answer = await callAt(server.url, 'PUT', projectPath(project.namespace, '/owner'), owner.token, { username: s.user.username });
+    expect(answer.status, answer.text).to.equal(409);
+    expect(answer.json.error.code).to.equal('limit_reached');
+    expect(answer.json.error.details).to.deep.equal([{ path: '/limits/MAX_PROJECTS_PER_USER', message: 'at most 2' }]);
+    expect(await rowsOfProject(project.id, server.db)).to.deep.equal(before);
   });
 });
