@@ -201,6 +201,31 @@ describe('DELETE /v1/users/me', () => {
     expectError(await call('GET', projectPath(theirs.namespace), again.token), 404, 'not_found');
   });
 
+  it('racing its own accept of an invite: the membership is either never made (401 or 404) or given up with member.left', async function () {
+    this.timeout(120_000);
+    for (let i = 0; i < 4; i++) {
+      const owner = await signUp();
+      const leaver = await signUp();
+      const project = await createProject(owner.token);
+      await invite(owner.token, project.namespace, leaver.username);
+      const [deleted, accepted] = await Promise.all([
+        deleteMe(leaver, leaver.password),
+        call('PUT', projectPath(project.namespace, `/invites/${leaver.username}`), leaver.token),
+      ]);
+      expectNoContent(deleted);
+      const types = (await activityRows(project.id)).map((row) => row.type);
+      if (accepted.status === 200) expect(types.slice(0, 2)).to.deep.equal(['member.left', 'member.joined']);
+      else {
+        // Refused at the credential or the lock (401), or, deleted in between, finding no invite (404).
+        if (accepted.status === 404) expectError(accepted, 404, 'not_found');
+        else expectError(accepted, 401, 'unauthenticated');
+        expect(types[0]).to.equal('invite.declined');
+      }
+      expect(await roles(project.id)).to.deep.equal({ [owner.username]: 'owner' });
+      expect(await count('select count(*)::int from project_invites where project_id = ?', [project.id])).to.equal(0);
+    }
+  });
+
   it('through the SDK: users.deleteMe sends the password, projects.transferOwnership hands over', async () => {
     const user = await signUp();
     const mate = await signUp();

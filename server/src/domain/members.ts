@@ -80,10 +80,13 @@ export async function listReceivedInvites(em: EntityManager, user: User, page: P
  * The invitee accepts: the invite becomes a membership in one transaction, which answers the
  * project as it then is (still locked: a concurrent delete waits for it, or it for the delete and
  * then finds no project: 404). The invite row is deleted first, so of two concurrent accepts only
- * one finds it.
+ * one finds it. The invitee's row is locked before the project's, as an account's delete locks it:
+ * a membership is either there when the invitee's account is deleted, and given up with a record,
+ * or never made (the account, and the credential of this request, are gone: 401).
  */
 export async function acceptInvite(em: EntityManager, invitee: User, invite: ProjectInvite): Promise<ProjectView> {
   return transaction(em, async (tx) => {
+    await lockUser(tx, invitee.id);
     await lockProject(tx, invite.project.id, 'key share');
     if ((await tx.nativeDelete(ProjectInvite, { id: invite.id })) === 0) throw new NotFound('You have no pending invite to this project.');
     tx.create(ProjectMember, { project: invite.project, user: invitee, role: 'member' });
