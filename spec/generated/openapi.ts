@@ -1545,7 +1545,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -1631,7 +1631,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -1714,7 +1714,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -1848,7 +1848,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -1931,7 +1931,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -2037,7 +2037,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -2320,7 +2320,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -2410,7 +2410,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -2541,7 +2541,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -2620,7 +2620,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -2739,7 +2739,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -2893,7 +2893,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -3006,7 +3006,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -3107,7 +3107,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -3232,7 +3232,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -3341,7 +3341,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -3442,7 +3442,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -3558,7 +3558,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -3669,7 +3669,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -3807,7 +3807,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -3952,7 +3952,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -4053,7 +4053,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -4169,7 +4169,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -4271,7 +4271,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -4416,7 +4416,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -4517,7 +4517,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -4644,7 +4644,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -4733,7 +4733,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -4822,7 +4822,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -4925,7 +4925,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -5063,7 +5063,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -5135,7 +5135,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -5278,7 +5278,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
