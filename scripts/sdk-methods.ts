@@ -62,6 +62,7 @@ const NAMES: Record<string, Naming> = {
   stripeWebhook: { omitted: 'called by Stripe, never by a user' },
   createCheckoutSession: 'billing.checkout',
   createPortalSession: 'billing.portal',
+  deleteCurrentUser: 'users.deleteMe', // `getCurrentUser` is `users.me`
 };
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];

@@ -129,6 +129,12 @@ const MATRIX: Record<string, Row> = {
   // has the same rules with billing on.
   createCheckoutSession: { request: () => ({ body: { tier: 1 } }), expect: ownerOnly(BILLING_OFF) },
   createPortalSession: { request: () => ({}), expect: { ...ownerOnly(BILLING_OFF), ownerApiToken: SESSION_REQUIRED } },
+  transferOwnership: {
+    // To another member than the caller: the owner hands the project over, which changes who owns the fixture.
+    freshPerCaller: true,
+    request: (f) => ({ body: { username: f.other.username } }),
+    expect: { ...ownerOnly(200), ownerApiToken: SESSION_REQUIRED },
+  },
 };
 
 // ----- the people and the project each cell runs against -----

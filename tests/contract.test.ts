@@ -37,7 +37,7 @@ describe('the contract as served', () => {
     expect(publicOperations).to.deep.equal(['getHealth', 'getOpenApi', 'getReadiness', 'getRoot', 'login', 'signup', 'stripeWebhook']);
   });
 
-  it('marks exactly logout, project deletion, API token management and the billing portal as session-only', () => {
+  it('marks exactly logout, project deletion, API token management, the billing portal, account deletion and ownership transfer as session-only', () => {
     const sessionOnly = contract.operations
       .filter((op) => op.sessionOnly)
       .map((op) => op.operationId)
@@ -46,9 +46,11 @@ describe('the contract as served', () => {
       'createApiToken',
       'createPortalSession',
       'deleteApiToken',
+      'deleteCurrentUser',
       'deleteProject',
       'listApiTokens',
       'logout',
+      'transferOwnership',
     ]);
   });
 });

@@ -168,3 +168,22 @@ export class NoSubscription extends ApiError {
     super(409, 'no_subscription', 'This project has no subscription to manage.');
   }
 }
+
+/** The account still owns projects that have other members: each must be handed over or emptied first. */
+export class OwnsProjects extends ApiError {
+  /** The details name at most this many of the projects; the message gives their number. */
+  static readonly MAX_DETAILS = 20;
+
+  constructor(projects: { namespace: string; others: number }[]) {
+    const n = projects.length;
+    super(
+      409,
+      'owns_projects',
+      `You own ${n} project${n === 1 ? '' : 's'} with other members; transfer ${n === 1 ? 'it' : 'them'} or remove ${n === 1 ? 'its' : 'their'} members first.`,
+      projects.slice(0, OwnsProjects.MAX_DETAILS).map(({ namespace, others }) => ({
+        path: `/projects/${namespace}`,
+        message: `has ${others} other member${others === 1 ? '' : 's'}`,
+      })),
+    );
+  }
+}

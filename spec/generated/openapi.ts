@@ -620,6 +620,33 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/projects/{namespace}/owner": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Transfer ownership
+         * @description Hands the project over to another of its members, who becomes its owner; the caller stays a
+         *     member. Owner only (a member gets 403 `not_owner`), with a session token. A username
+         *     that is not a member of the project (unknown, an outsider, or only invited): 404 `not_found`.
+         *     Naming the caller itself changes nothing and answers the project as it is. 409 `limit_reached`
+         *     when the new owner already owns as many projects as a user may. Records `project.owner_changed`
+         *     with `from` and `to`, the usernames of the old and the new owner. Of two concurrent transfers
+         *     one wins and the other then finds the caller no longer owner (403); the project always has
+         *     exactly one owner.
+         */
+        put: operations["transferOwnership"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users/me": {
         parameters: {
             query?: never;
@@ -634,7 +661,23 @@ export interface paths {
         get: operations["getCurrentUser"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete my account
+         * @description Deletes the caller's account, with a session token and the account's password (a wrong one:
+         *     401 `invalid_credentials`, and nothing changes).
+         *
+         *     Refused with 409 `owns_projects` while the caller owns a project that has other members: hand
+         *     it over first (`PUT /v1/projects/{namespace}/owner`) or remove them; `details` name those
+         *     projects (`/projects/{namespace}`, at most 20). Each project the caller owns alone is deleted
+         *     with the account, as `DELETE /v1/projects/{namespace}` deletes one: its Stripe subscription is
+         *     cancelled first, and when Stripe fails (502 `billing_unavailable`) nothing is deleted.
+         *
+         *     The caller's sessions, API tokens, memberships of other projects (each recorded there as
+         *     `member.left`) and pending invites (those received recorded as `invite.declined`, those sent as
+         *     `invite.revoked`) go with the account, in one transaction. Activity the account wrote stays,
+         *     with `actor: null`. The username and the email address are free for a new sign-up at once.
+         */
+        delete: operations["deleteCurrentUser"];
         options?: never;
         head?: never;
         patch?: never;
@@ -670,7 +713,7 @@ export interface components {
          *     records. Types: `project.created`, `project.updated`, `member.joined`, `member.removed`,
          *     `member.left`, `invite.created`, `invite.revoked`, `invite.declined`, `insight.created`,
          *     `insight.updated`, `insight.deleted`, `feed.created`, `feed.updated`, `feed.deleted`,
-         *     `billing.changed`.
+         *     `billing.changed`, `project.owner_changed`.
          */
         Activity: {
             /** @description Who made the change; null for the system (billing events) or a deleted account. */
@@ -835,9 +878,16 @@ export interface components {
             name: components["schemas"]["ProjectName"];
             namespace: components["schemas"]["Namespace"];
         };
+        /** @description The account's password, asked again before the account is deleted. */
+        DeleteAccountRequest: {
+            password: string;
+        };
         ErrorBody: {
             code: components["schemas"]["ErrorCode"];
-            /** @description Present on `invalid_request` (at most 20) and `limit_reached` (the limit reached). */
+            /**
+             * @description Present on `invalid_request` (at most 20), `limit_reached` (the limit reached) and
+             *     `owns_projects` (the projects that keep the account, at most 20).
+             */
             details?: components["schemas"]["ErrorDetail"][];
             message: string;
         };
@@ -845,7 +895,7 @@ export interface components {
          * @description The closed list of error codes. Clients may branch on `code`; `message` is for people and may change.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "invalid_invite" | "unauthenticated" | "invalid_credentials" | "already_authenticated" | "session_required" | "not_owner" | "forbidden" | "not_found" | "method_not_allowed" | "namespace_taken" | "username_taken" | "email_taken" | "already_member" | "already_invited" | "owner_cannot_leave" | "feed_name_taken" | "last_feed" | "limit_reached" | "idempotency_in_progress" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "too_many_streams" | "internal" | "billing_unavailable" | "unavailable" | "already_subscribed" | "no_subscription";
+        ErrorCode: "invalid_request" | "invalid_invite" | "unauthenticated" | "invalid_credentials" | "already_authenticated" | "session_required" | "not_owner" | "forbidden" | "not_found" | "method_not_allowed" | "namespace_taken" | "username_taken" | "email_taken" | "already_member" | "already_invited" | "owner_cannot_leave" | "feed_name_taken" | "last_feed" | "limit_reached" | "idempotency_in_progress" | "owns_projects" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "too_many_streams" | "internal" | "billing_unavailable" | "unavailable" | "already_subscribed" | "no_subscription";
         /** @description One validation problem. */
         ErrorDetail: {
             message: string;
@@ -1224,6 +1274,10 @@ export interface components {
          * @description An ISO-8601 (RFC 3339) date and time sent by a client, e.g. `2026-11-23T12:00:00Z`.
          */
         Timestamp: string;
+        TransferOwnershipRequest: {
+            /** @description The member who becomes the owner. */
+            username: components["schemas"]["Username"];
+        };
         UpdateFeedRequest: {
             /** @description At most 500 characters; null for none. */
             description?: string | null;
@@ -1588,7 +1642,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -1674,7 +1728,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -1757,7 +1811,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -1891,7 +1945,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -1974,7 +2028,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -2080,7 +2134,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -2363,7 +2417,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -2453,7 +2507,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -2584,7 +2638,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -2663,7 +2717,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -2782,7 +2836,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -2936,7 +2990,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -3037,7 +3091,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -3188,7 +3242,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -3337,7 +3391,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -3438,7 +3492,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -3563,7 +3617,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -3672,7 +3726,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -3773,7 +3827,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -3889,7 +3943,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -4000,7 +4054,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -4138,7 +4192,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -4283,7 +4337,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -4384,7 +4438,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -4500,7 +4554,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -4602,7 +4656,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -4747,7 +4801,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -4848,7 +4902,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -4975,7 +5029,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -5064,7 +5118,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -5153,7 +5207,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -5183,6 +5237,127 @@ export interface operations {
             };
             /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    transferOwnership: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                namespace: components["parameters"]["ProjectPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TransferOwnershipRequest"];
+            };
+        };
+        responses: {
+            /** @description 200 with the payload in the envelope. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectEnvelope"];
+                };
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 404 `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 413 `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 415 `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5273,7 +5448,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;
@@ -5296,6 +5471,123 @@ export interface operations {
             };
             /** @description 500 `internal`. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    deleteCurrentUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeleteAccountRequest"];
+            };
+        };
+        responses: {
+            /** @description 204: done; no body. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 413 `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 415 `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 502 `billing_unavailable`. */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5371,7 +5663,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 401 `unauthenticated` (or `invalid_credentials` on login). */
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
             401: {
                 headers: {
                     "WWW-Authenticate": string;

@@ -169,6 +169,22 @@ export interface ProjectsResource {
    * `DELETE /v1/projects/{namespace}`
    */
   delete(namespace: PathParam<'deleteProject', 'namespace'>, options?: RequestOptions): Promise<Data<'deleteProject'>>;
+
+  /**
+   * Transfer ownership.
+   *
+   * Hands the project over to another of its members, who becomes its owner; the caller stays a
+   * member. Owner only (a member gets 403 `not_owner`), with a session token. A username
+   * that is not a member of the project (unknown, an outsider, or only invited): 404 `not_found`.
+   * Naming the caller itself changes nothing and answers the project as it is. 409 `limit_reached`
+   * when the new owner already owns as many projects as a user may. Records `project.owner_changed`
+   * with `from` and `to`, the usernames of the old and the new owner. Of two concurrent transfers
+   * one wins and the other then finds the caller no longer owner (403); the project always has
+   * exactly one owner.
+   *
+   * `PUT /v1/projects/{namespace}/owner`
+   */
+  transferOwnership(namespace: PathParam<'transferOwnership', 'namespace'>, body: Body<'transferOwnership'>, options?: RequestOptions): Promise<Data<'transferOwnership'>>;
 }
 
 export interface ActivityResource {
@@ -401,6 +417,27 @@ export interface UsersResource {
   me(options?: RequestOptions): Promise<Data<'getCurrentUser'>>;
 
   /**
+   * Delete my account.
+   *
+   * Deletes the caller's account, with a session token and the account's password (a wrong one:
+   * 401 `invalid_credentials`, and nothing changes).
+   *
+   * Refused with 409 `owns_projects` while the caller owns a project that has other members: hand
+   * it over first (`PUT /v1/projects/{namespace}/owner`) or remove them; `details` name those
+   * projects (`/projects/{namespace}`, at most 20). Each project the caller owns alone is deleted
+   * with the account, as `DELETE /v1/projects/{namespace}` deletes one: its Stripe subscription is
+   * cancelled first, and when Stripe fails (502 `billing_unavailable`) nothing is deleted.
+   *
+   * The caller's sessions, API tokens, memberships of other projects (each recorded there as
+   * `member.left`) and pending invites (those received recorded as `invite.declined`, those sent as
+   * `invite.revoked`) go with the account, in one transaction. Activity the account wrote stays,
+   * with `actor: null`. The username and the email address are free for a new sign-up at once.
+   *
+   * `DELETE /v1/users/me`
+   */
+  deleteMe(body: Body<'deleteCurrentUser'>, options?: RequestOptions): Promise<Data<'deleteCurrentUser'>>;
+
+  /**
    * Invites received.
    *
    * Extension: the invites waiting for the caller, newest first; accept one with
@@ -497,6 +534,8 @@ export class Resources {
         caller.call({ method: 'PATCH', path: '/v1/projects/{namespace}', idempotencyKey: true }, { path: { namespace }, body }, options),
       delete: (namespace, options) =>
         caller.call({ method: 'DELETE', path: '/v1/projects/{namespace}' }, { path: { namespace } }, options),
+      transferOwnership: (namespace, body, options) =>
+        caller.call({ method: 'PUT', path: '/v1/projects/{namespace}/owner' }, { path: { namespace }, body }, options),
     };
     this.activity = {
       list: (namespace, query, options) =>
@@ -553,6 +592,8 @@ export class Resources {
     this.users = {
       me: (options) =>
         caller.call({ method: 'GET', path: '/v1/users/me' }, {}, options),
+      deleteMe: (body, options) =>
+        caller.call({ method: 'DELETE', path: '/v1/users/me' }, { body }, options),
       listReceivedInvites: (query, options) =>
         caller.paginate({ method: 'GET', path: '/v1/users/me/invites' }, { query }, options),
     };

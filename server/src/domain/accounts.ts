@@ -67,4 +67,15 @@ export class Accounts {
     await em.flush();
     return { user, session, token };
   }
+
+  /**
+   * Asks the signed-in user's password again before an irreversible change: 401
+   * `invalid_credentials` when it is wrong (a longer one than bcrypt reads is wrong too, as at login).
+   */
+  async confirmPassword(user: User, password: string): Promise<void> {
+    const tooLong = Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES;
+    if (tooLong || !(await comparePassword(password, user.passwordHash))) {
+      throw new Unauthenticated('invalid_credentials', 'Wrong password.');
+    }
+  }
 }

@@ -21,7 +21,8 @@ export type ActivityType =
   | 'feed.created'
   | 'feed.updated'
   | 'feed.deleted'
-  | 'billing.changed';
+  | 'billing.changed'
+  | 'project.owner_changed';
 
 /** Adds a record to the unit of work of `em`: it is written by that transaction's flush, or not at all. */
 export function recordActivity(

@@ -168,10 +168,17 @@ export async function updateProject(
  * goes through `tx`: in embedded mode the pool has one connection, which it holds.
  */
 export async function deleteProject(em: EntityManager, billing: SubscriptionCanceller, project: Project): Promise<void> {
-  await transaction(em, async (tx) => {
-    await lockProject(tx, project.id, 'update');
-    const { billingId } = await tx.findOneOrFail(Project, { id: project.id }, { refresh: true });
-    if (billingId) await billing.cancelSubscription(billingId);
-    await tx.nativeDelete(Project, { id: project.id });
-  });
+  await transaction(em, (tx) => deleteProjectIn(tx, billing, project.id));
+}
+
+/**
+ * The delete of one project inside the caller's transaction `tx` (a project's own delete, or an
+ * account's delete of the projects it owns alone): lock, cancel, delete, as `deleteProject` says.
+ * A failed cancel throws, and the caller's whole transaction rolls back.
+ */
+export async function deleteProjectIn(tx: EntityManager, billing: SubscriptionCanceller, projectId: string): Promise<void> {
+  await lockProject(tx, projectId, 'update');
+  const { billingId } = await tx.findOneOrFail(Project, { id: projectId }, { refresh: true });
+  if (billingId) await billing.cancelSubscription(billingId);
+  await tx.nativeDelete(Project, { id: projectId });
 }

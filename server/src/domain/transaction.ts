@@ -2,7 +2,9 @@
  * The domain's transactions, and the one order in which they take locks.
  *
  * Lock order, the invariant that keeps concurrent writers from deadlocking: a transaction that
- * counts what a user owns (its projects, its API tokens) locks that user's row first (`lockUser`);
+ * counts what a user owns (its projects, its API tokens) locks that user's row first (`lockUser`),
+ * as do an account's delete, a project's hand-over (both users, in id order) and an invite's
+ * accept (the invitee), so that what an account owns or belongs to cannot change under its delete;
  * a transaction that writes to a project or to anything hanging off it (feeds, events, insights,
  * members, invites, activity) locks the project's row (`lockProject`) before it reads or writes any
  * of those children. The schema's foreign keys lock the project row again (KEY SHARE) on every

@@ -2,7 +2,7 @@
 import type { Handlers } from '../http/handler-types.js';
 import { createApiToken, deleteApiToken, listApiTokens, login, logout, signup } from './auth.js';
 import { getHealth, getOpenApi, getReadiness, getRoot } from './meta.js';
-import { getCurrentUser } from './users.js';
+import { deleteCurrentUser, getCurrentUser } from './users.js';
 import { listActivity } from './activity.js';
 import { createCheckoutSession, createPortalSession, stripeWebhook } from './billing.js';
 import { listEvents, publishEvent, publishEvents, streamEvents } from './events.js';
@@ -10,7 +10,7 @@ import { createFeed, deleteFeed, listFeeds, updateFeed } from './feeds.js';
 import { createInsight, deleteInsight, listInsights, updateInsight } from './insights.js';
 import { acceptInvite, createInvite, deleteInvite, listInvites, listReceivedInvites } from './invites.js';
 import { removeMember } from './members.js';
-import { createProject, deleteProject, getProject, listProjects, updateProject } from './projects.js';
+import { createProject, deleteProject, getProject, listProjects, transferOwnership, updateProject } from './projects.js';
 
 export const handlers: Handlers = {
   getRoot,
@@ -51,4 +51,6 @@ export const handlers: Handlers = {
   stripeWebhook,
   createCheckoutSession,
   createPortalSession,
+  deleteCurrentUser,
+  transferOwnership,
 };

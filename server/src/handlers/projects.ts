@@ -2,6 +2,7 @@ import type { Handler } from '../http/handler-types.js';
 import { projectAccess, projectView } from '../domain/access.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
 import { createProject as create, deleteProject as remove, listProjects as list, updateProject as update } from '../domain/projects.js';
+import { transferOwnership as transfer } from '../domain/members.js';
 import { presentProject } from '../presenters/project.js';
 
 export const createProject: Handler<'createProject'> = async ({ body, caller, em, services }) => {
@@ -31,4 +32,10 @@ export const deleteProject: Handler<'deleteProject'> = async ({ params, caller, 
   await remove(em, services.billing, project);
   services.announce({ kind: 'project-deleted', projectId: project.id });
   return { status: 204 };
+};
+
+export const transferOwnership: Handler<'transferOwnership'> = async ({ params, body, caller, em, services }) => {
+  const { project } = await projectAccess(em, caller, params.namespace, 'project.transfer');
+  const view = await transfer(em, caller.user, project, body.username, services.config.limits);
+  return { status: 200, data: presentProject(view, services.icons) };
 };

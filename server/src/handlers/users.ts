@@ -1,4 +1,15 @@
 import type { Handler } from '../http/handler-types.js';
+import { deleteAccount } from '../domain/account-deletion.js';
 import { presentUser } from '../presenters/account.js';
 
 export const getCurrentUser: Handler<'getCurrentUser'> = async ({ caller }) => ({ status: 200, data: presentUser(caller.user) });
+
+export const deleteCurrentUser: Handler<'deleteCurrentUser'> = async ({ body, caller, em, services }) => {
+  await services.accounts.confirmPassword(caller.user, body.password);
+  const deleted = await deleteAccount(em, services.billing, caller.user);
+  // What went with the account ends its live streams at once, on every instance.
+  for (const projectId of deleted.deletedProjectIds) services.announce({ kind: 'project-deleted', projectId });
+  for (const projectId of deleted.leftProjectIds) services.announce({ kind: 'member-removed', projectId, userId: caller.userId });
+  for (const credentialId of deleted.credentialIds) services.announce({ kind: 'credential-ended', credentialId });
+  return { status: 204 };
+};

@@ -40,6 +40,7 @@ export const PROJECT_RULES = {
   'event.stream': 'member',
   'billing.checkout': 'owner',
   'billing.portal': 'owner',
+  'project.transfer': 'owner',
 } as const satisfies Record<string, Rule>;
 
 export type ProjectAction = keyof typeof PROJECT_RULES;

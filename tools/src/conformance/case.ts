@@ -50,6 +50,8 @@ export interface State {
   /** Whether checkout and the billing portal are configured (false: they answer 503); undefined until a case found out. */
   checkoutOn?: boolean;
   portalOn?: boolean;
+  /** The namespace of project H, which A hands over to B before both accounts are deleted. */
+  handedOver?: string;
 }
 
 /** What the run created and has not yet removed; the clean-up works from it. */

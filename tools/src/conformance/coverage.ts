@@ -87,6 +87,12 @@ export function notProvokableReason(op: Operation, status: number, context: Cove
       'does not fill them'
     );
   }
+  if (status === 409 && op.key === 'PUT /v1/projects/{namespace}/owner') {
+    return (
+      "409 `limit_reached` needs the new owner to own as many projects as the deployment's cap allows; a conformance run does not " +
+      'fill it'
+    );
+  }
   if (status === 409 && ONLY_IN_PROGRESS_409.has(op.operationId)) {
     return (
       '409 `idempotency_in_progress` (its only 409 here) needs a second request with an Idempotency-Key while the first with that ' +

@@ -10,3 +10,21 @@ export async function countMembersAndInvites(em: EntityManager, projectId: strin
   const [row] = await query<{ n: number }>(em, MEMBERS_AND_INVITES, [projectId, projectId]);
   return row!.n;
 }
+
+/** A project the user owns, with how many other users are its members. */
+export interface OwnedProjectRow {
+  id: string;
+  namespace: string;
+  others: number;
+}
+
+const OWNED_PROJECTS = `select p.id, p.namespace,
+  (select count(*) from project_members o where o.project_id = p.id and o.user_id <> m.user_id)::int as others
+from project_members m join projects p on p.id = m.project_id
+where m.user_id = ? and m.role = 'owner'
+order by p.id`;
+
+/** The projects the user owns, in id order (the order an account's delete locks them in). */
+export async function ownedProjects(em: EntityManager, userId: string): Promise<OwnedProjectRow[]> {
+  return query<OwnedProjectRow>(em, OWNED_PROJECTS, [userId]);
+}
