@@ -91,6 +91,9 @@ export function notProvokableReason(op: Operation, status: number, context: Cove
       'key is still being handled; from outside that is a race between two requests, not something a client can cause at will'
     );
   }
+  if (status === 204 && op.operationId === 'confirmPasswordReset') {
+    return "204 needs a live password reset token, which only the account's mail or the deployment's operator gets";
+  }
   if (status === 502)
     return (
       '502 `billing_unavailable` needs a project with a Stripe subscription (only a Stripe checkout sets billing_id) and Stripe ' +
