@@ -409,7 +409,7 @@ export class Resources {
    */
   readonly meta: MetaResource;
   /**
-   * Accounts and credentials: sign-up with an invite code, login and logout, API tokens.
+   * Accounts and credentials: sign-up with an invite code, login and logout, API tokens, password reset.
    */
   readonly auth: AuthResource;
   readonly tokens: TokensResource;
