@@ -317,6 +317,7 @@ describe('password reset', function () {
       expectInvalid(await callAt(url, 'POST', '/v1/auth/password-reset/confirm', undefined, { token: 'rst_x' }), '/body/new_password');
       expectError(await confirmReset({ url }, `rst_${'A'.repeat(43)}`, 'a good long password'), 400, 'invalid_reset_token');
       expectError(await confirmReset({ url }, 'anything', 'a good long password'), 400, 'invalid_reset_token');
+      expectInvalid(await confirmReset({ url }, 'no such token!', 'a good long password'), '/body/token');
     });
   });
 
