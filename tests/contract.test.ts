@@ -34,7 +34,17 @@ describe('the contract as served', () => {
       .filter((op) => op.isPublic)
       .map((op) => op.operationId)
       .sort();
-    expect(publicOperations).to.deep.equal(['getHealth', 'getOpenApi', 'getReadiness', 'getRoot', 'login', 'signup', 'stripeWebhook']);
+    expect(publicOperations).to.deep.equal([
+      'confirmPasswordReset',
+      'getHealth',
+      'getOpenApi',
+      'getReadiness',
+      'getRoot',
+      'login',
+      'requestPasswordReset',
+      'signup',
+      'stripeWebhook',
+    ]);
   });
 
   it('marks exactly logout, project deletion, API token management, the billing portal, account deletion and ownership transfer as session-only', () => {

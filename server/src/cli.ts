@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
  * `npx @signalboard/server [command]` (the package's bin, `signalboard-server`): the service and its
- * operator commands, with no clone of the repository. In the repository, `npm run migrate` and
- * `npm run invite -- …` run the same commands from source. Every setting comes from the
+ * operator commands, with no clone of the repository. In the repository, `npm run migrate`,
+ * `npm run invite -- …` and `npm run user -- …` run the same commands from source. Every setting comes from the
  * environment, as for the service.
  *
  * Exit status: the command's own (0 done, 1 failed); 2 for a command line it cannot take, with the
@@ -12,10 +12,12 @@ import packageJson from '../package.json' with { type: 'json' };
 import { ConfigError } from './config.js';
 import { DataDirError } from './db/lock.js';
 import { InviteCodeInputError } from './domain/invite-codes.js';
+import { UnknownUserError } from './domain/password-reset.js';
 import { contractDocument } from './http/contract.js';
 import { INVITE_USAGE, inviteCommand } from './operator/invite.js';
 import { MIGRATE_SUMMARY, migrateCommand } from './operator/migrate.js';
 import { UsageError } from './operator/usage.js';
+import { USER_USAGE, userCommand } from './operator/user.js';
 import { runService } from './run.js';
 
 async function startCommand(argv: string[]): Promise<number> {
@@ -29,6 +31,7 @@ const COMMANDS = new Map<string, (argv: string[]) => Promise<number>>([
   ['start', startCommand],
   ['migrate', migrateCommand],
   ['invite', inviteCommand],
+  ['user', userCommand],
 ]);
 
 const line = (command: string, summary: string) => `  ${command.padEnd(17)}${summary}`;
@@ -38,7 +41,7 @@ const USAGE = `usage: npx @signalboard/server [command]    (the package's bin: s
 commands:
 ${line('start', 'run the service (the default); SIGINT or SIGTERM stop it after a drain')}
 ${line('migrate', MIGRATE_SUMMARY)}
-${INVITE_USAGE.map(([command, summary]) => line(command, summary)).join('\n')}
+${[...INVITE_USAGE, ...USER_USAGE].map(([command, summary]) => line(command, summary)).join('\n')}
 ${line('--help', 'this text')}
 ${line('--version', "this package's version and the contract it serves")}
 
@@ -69,7 +72,7 @@ async function main(argv: string[]): Promise<number> {
       return 1;
     }
     // Errors an operator can act on are reported by their message alone.
-    if (error instanceof DataDirError || error instanceof InviteCodeInputError) {
+    if (error instanceof DataDirError || error instanceof InviteCodeInputError || error instanceof UnknownUserError) {
       console.error(`${name}: ${error.message}`);
       return 1;
     }

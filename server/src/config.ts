@@ -66,6 +66,19 @@ export interface Config {
     /** Where the Stripe Customer Portal sends the browser back to; needed to open it. */
     portalReturnUrl: string | undefined;
   };
+  /**
+   * Password resets: the mail server the links are sent through (`SMTP_URL`, `SMTP_FROM`; unset,
+   * no mail is sent and the operator's `reset-link` command makes the links), and the page a link
+   * opens (`PASSWORD_RESET_URL`, the token appended; unset, the command prints the bare token).
+   */
+  passwordReset: { smtp: SmtpSettings | undefined; url: string | undefined };
+}
+
+/** The mail server of `SMTP_URL`. The URL may hold a user and password: never logged nor shown. */
+export interface SmtpSettings {
+  url: string;
+  /** The sender: an address, or `Name <address>`. */
+  from: string;
 }
 
 /** The bucket icons are kept in with `ICON_STORE=s3`. */
@@ -239,6 +252,40 @@ function httpSettings(env: NodeJS.ProcessEnv): Config['http'] {
   return http;
 }
 
+/**
+ * `SMTP_URL`, `SMTP_FROM` and `PASSWORD_RESET_URL`. Messages name the variables and never show
+ * `SMTP_URL`, whose password they would print. Mail needs a sender and a page for its link; a sender
+ * without a server is refused, as it would silently send nothing.
+ */
+function passwordReset(env: NodeJS.ProcessEnv): Config['passwordReset'] {
+  const resetUrl = env.PASSWORD_RESET_URL || undefined;
+  if (resetUrl !== undefined && !/^https?:$/.test(parsedUrl(resetUrl)?.protocol ?? '')) {
+    throw new ConfigError('PASSWORD_RESET_URL must be an http or https URL, like https://app.example.com/reset?token=');
+  }
+  const smtpUrl = env.SMTP_URL || undefined;
+  const from = env.SMTP_FROM || undefined;
+  if (smtpUrl === undefined) {
+    if (from !== undefined) throw new ConfigError('SMTP_FROM set, but SMTP_URL is not: set SMTP_URL to send mail, or unset SMTP_FROM');
+    return { smtp: undefined, url: resetUrl };
+  }
+  if (!/^smtps?:$/.test(parsedUrl(smtpUrl)?.protocol ?? '')) {
+    throw new ConfigError('SMTP_URL must be an smtp:// or smtps:// URL, like smtp://user:password@mail.example.com:587');
+  }
+  if (from === undefined || !/^[^<>@\s]+@[^<>@\s]+$|<[^<>@\s]+@[^<>@\s]+>$/.test(from.trim())) {
+    throw new ConfigError('SMTP_URL needs SMTP_FROM, the sender: an address, or Name <address>');
+  }
+  if (resetUrl === undefined) throw new ConfigError('SMTP_URL needs PASSWORD_RESET_URL, the page the e-mailed link opens');
+  return { smtp: { url: smtpUrl, from: from.trim() }, url: resetUrl };
+}
+
+function parsedUrl(raw: string): URL | undefined {
+  try {
+    return new URL(raw);
+  } catch {
+    return undefined;
+  }
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     port: integer(env, 'PORT', 3000, 0, 65535),
@@ -279,5 +326,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       cancelUrl: pageUrl(env, 'STRIPE_CANCEL_URL'),
       portalReturnUrl: pageUrl(env, 'STRIPE_PORTAL_RETURN_URL'),
     },
+    passwordReset: passwordReset(env),
   };
 }

@@ -187,3 +187,10 @@ export class OwnsProjects extends ApiError {
     );
   }
 }
+
+/** A password reset token that is unknown, used, replaced by a newer one, or expired. */
+export class InvalidResetToken extends ApiError {
+  constructor() {
+    super(400, 'invalid_reset_token', 'The password reset token is unknown, used, replaced by a newer one or expired; ask for a new link.');
+  }
+}

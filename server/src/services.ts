@@ -6,10 +6,12 @@ import { Accounts } from './domain/accounts.js';
 import { EventPublisher } from './domain/events.js';
 import { DatabaseIconRows } from './domain/icons.js';
 import { notifyThrough } from './domain/notifications.js';
+import { PasswordResets } from './domain/password-reset.js';
 import { viewersStillAllowed } from './domain/stream-access.js';
 import { RateLimits } from './http/rate-limit.js';
 import { LocalBus, PostgresBus, type BusMessage, type EventBus } from './live/bus.js';
 import { LiveStreams } from './live/streams.js';
+import { smtpMailer } from './mail/smtp.js';
 import { Maintenance } from './maintenance/prune.js';
 import { IconStore } from './storage/icons.js';
 import { S3Bucket } from './storage/s3.js';
@@ -27,6 +29,8 @@ export interface Services {
   icons: IconStore;
   billing: Billing;
   live: LiveStreams;
+  /** Password reset requests and confirmations; mail goes out after the answer. */
+  passwordResets: PasswordResets;
   /** Why the embedded database has stopped for good, once it has (a PANIC, as on a full disk): health answers 503 then. */
   databaseFailure(): string | undefined;
   /** Tells every instance about a committed change (new event, removed member, deleted project); never fails the request. */
@@ -62,6 +66,12 @@ export async function createServices(config: Config, logger: Logger, db: Databas
     }),
     billing: await createBilling(config.stripe, logger),
     live,
+    passwordResets: new PasswordResets(
+      db.orm,
+      { bcryptRounds: config.bcryptRounds, linkBase: config.passwordReset.url },
+      config.passwordReset.smtp && smtpMailer(config.passwordReset.smtp),
+      logger,
+    ),
     databaseFailure: () => db.failed(),
     announce(message) {
       bus
@@ -77,6 +87,7 @@ export async function createServices(config: Config, logger: Logger, db: Databas
     rateLimits,
     close: async () => {
       await maintenance.stop();
+      await services.passwordResets.close();
       live.close();
       await bus.close();
     },

@@ -106,6 +106,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/auth/password-reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for a password reset link
+         * @description Asks for a password reset link for the account with this email address. The answer is 202 with
+         *     the same body, and takes the same time, whether or not an account has the address, so it tells
+         *     nobody which addresses have accounts; the work (the token, the e-mail) is done after the answer.
+         *     When the service sends mail (`SMTP_URL`), the account's address gets a link to
+         *     `PASSWORD_RESET_URL` with a one-time token appended, valid for 1 hour; a new request replaces the
+         *     account's earlier token. A deployment that sends no mail leaves resets to its operator
+         *     (`reset-link`). Counted per client address with sign-up and login (`AUTH_RATE_LIMIT`). No
+         *     credential is needed; any `Authorization` header is ignored.
+         */
+        post: operations["requestPasswordReset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/password-reset/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a new password with a reset token
+         * @description Sets a new password with the token of a reset link. The token works once: of racing
+         *     confirmations with one token, one succeeds. An unknown, used, replaced or expired token is 400
+         *     `invalid_reset_token`, and changes nothing. The new password follows the sign-up rules. Every
+         *     session of the account ends (its API tokens stay, as after a password change). Counted per
+         *     client address with sign-up and login (`AUTH_RATE_LIMIT`). No credential is needed; any
+         *     `Authorization` header is ignored.
+         */
+        post: operations["confirmPasswordReset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/auth/signup": {
         parameters: {
             query?: never;
@@ -895,7 +947,7 @@ export interface components {
          * @description The closed list of error codes. Clients may branch on `code`; `message` is for people and may change.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "invalid_invite" | "unauthenticated" | "invalid_credentials" | "already_authenticated" | "session_required" | "not_owner" | "forbidden" | "not_found" | "method_not_allowed" | "namespace_taken" | "username_taken" | "email_taken" | "already_member" | "already_invited" | "owner_cannot_leave" | "feed_name_taken" | "last_feed" | "limit_reached" | "idempotency_in_progress" | "owns_projects" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "too_many_streams" | "internal" | "billing_unavailable" | "unavailable" | "already_subscribed" | "no_subscription";
+        ErrorCode: "invalid_request" | "invalid_invite" | "unauthenticated" | "invalid_credentials" | "already_authenticated" | "session_required" | "not_owner" | "forbidden" | "not_found" | "method_not_allowed" | "namespace_taken" | "username_taken" | "email_taken" | "already_member" | "already_invited" | "owner_cannot_leave" | "feed_name_taken" | "last_feed" | "limit_reached" | "idempotency_in_progress" | "owns_projects" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "too_many_streams" | "internal" | "billing_unavailable" | "unavailable" | "already_subscribed" | "no_subscription" | "invalid_reset_token";
         /** @description One validation problem. */
         ErrorDetail: {
             message: string;
@@ -1109,6 +1161,29 @@ export interface components {
         /** @description An OpenAPI 3.0 document, as JSON. */
         OpenApiDocument: {
             [key: string]: unknown;
+        };
+        PasswordResetConfirmation: {
+            /** @description The new password: 8–72 bytes in UTF-8, as at sign-up. */
+            new_password: string;
+            /** @description The token at the end of the reset link (`rst_` followed by 43 URL-safe characters). */
+            token: string;
+        };
+        /** @description The same for every address, known or not. */
+        PasswordResetNotice: {
+            message: string;
+        };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        PasswordResetNoticeEnvelope: {
+            data: components["schemas"]["PasswordResetNotice"];
+            /** @enum {boolean} */
+            success: true;
+        };
+        PasswordResetRequest: {
+            /**
+             * Format: email
+             * @description The account's email address, without regard to case.
+             */
+            email: string;
         };
         /** @description A Stripe Customer Portal session: send the user's browser to `url` to manage the subscription. */
         PortalSession: {
@@ -1740,6 +1815,168 @@ export interface operations {
             };
             /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    requestPasswordReset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PasswordResetRequest"];
+            };
+        };
+        responses: {
+            /** @description 202: the request was taken; the answer says nothing of whether an account has the address. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PasswordResetNoticeEnvelope"];
+                };
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 413 `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 415 `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    confirmPasswordReset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PasswordResetConfirmation"];
+            };
+        };
+        responses: {
+            /** @description 204: done; no body. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_reset_token`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 413 `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 415 `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

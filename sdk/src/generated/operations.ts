@@ -71,6 +71,36 @@ export interface AuthResource {
   logout(options?: RequestOptions): Promise<Data<'logout'>>;
 
   /**
+   * Ask for a password reset link.
+   *
+   * Asks for a password reset link for the account with this email address. The answer is 202 with
+   * the same body, and takes the same time, whether or not an account has the address, so it tells
+   * nobody which addresses have accounts; the work (the token, the e-mail) is done after the answer.
+   * When the service sends mail (`SMTP_URL`), the account's address gets a link to
+   * `PASSWORD_RESET_URL` with a one-time token appended, valid for 1 hour; a new request replaces the
+   * account's earlier token. A deployment that sends no mail leaves resets to its operator
+   * (`reset-link`). Counted per client address with sign-up and login (`AUTH_RATE_LIMIT`). No
+   * credential is needed; any `Authorization` header is ignored.
+   *
+   * `POST /v1/auth/password-reset`
+   */
+  requestPasswordReset(body: Body<'requestPasswordReset'>, options?: RequestOptions): Promise<Data<'requestPasswordReset'>>;
+
+  /**
+   * Set a new password with a reset token.
+   *
+   * Sets a new password with the token of a reset link. The token works once: of racing
+   * confirmations with one token, one succeeds. An unknown, used, replaced or expired token is 400
+   * `invalid_reset_token`, and changes nothing. The new password follows the sign-up rules. Every
+   * session of the account ends (its API tokens stay, as after a password change). Counted per
+   * client address with sign-up and login (`AUTH_RATE_LIMIT`). No credential is needed; any
+   * `Authorization` header is ignored.
+   *
+   * `POST /v1/auth/password-reset/confirm`
+   */
+  confirmPasswordReset(body: Body<'confirmPasswordReset'>, options?: RequestOptions): Promise<Data<'confirmPasswordReset'>>;
+
+  /**
    * Sign up with an invite code.
    *
    * Creates an account with an invite code and signs it in. Must be called without a credential:
@@ -455,7 +485,7 @@ export class Resources {
    */
   readonly meta: MetaResource;
   /**
-   * Accounts and credentials: sign-up with an invite code, login and logout, API tokens.
+   * Accounts and credentials: sign-up with an invite code, login and logout, API tokens, password reset.
    */
   readonly auth: AuthResource;
   readonly tokens: TokensResource;
@@ -512,6 +542,10 @@ export class Resources {
         caller.call({ method: 'POST', path: '/v1/auth/login' }, { body }, options),
       logout: (options) =>
         caller.call({ method: 'DELETE', path: '/v1/auth/logout' }, {}, options),
+      requestPasswordReset: (body, options) =>
+        caller.call({ method: 'POST', path: '/v1/auth/password-reset' }, { body }, options),
+      confirmPasswordReset: (body, options) =>
+        caller.call({ method: 'POST', path: '/v1/auth/password-reset/confirm' }, { body }, options),
       signup: (body, options) =>
         caller.call({ method: 'POST', path: '/v1/auth/signup' }, { body }, options),
     };

@@ -14,6 +14,16 @@ import { comparePassword, hashPassword } from './passwords.js';
 
 const MAX_PASSWORD_BYTES = 72;
 
+/**
+ * A new password longer than bcrypt reads is 400 at `path`: the contract bounds the length in
+ * characters, bcrypt reads bytes and stops at 72, so a longer one would match on its first 72 alone.
+ */
+export function refuseLongPassword(password: string, path: string): void {
+  if (Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES) {
+    throw InvalidRequest.field(path, `must be at most ${MAX_PASSWORD_BYTES} bytes in UTF-8`);
+  }
+}
+
 export interface SignupInput {
   username: string;
   email: string;
@@ -34,10 +44,7 @@ export class Accounts {
   }
 
   async signup(em: EntityManager, input: SignupInput, device: Device) {
-    // The contract bounds the length in characters; bcrypt reads bytes and stops at 72.
-    if (Buffer.byteLength(input.password, 'utf8') > MAX_PASSWORD_BYTES) {
-      throw InvalidRequest.field('/body/password', `must be at most ${MAX_PASSWORD_BYTES} bytes in UTF-8`);
-    }
+    refuseLongPassword(input.password, '/body/password');
     const passwordHash = await hashPassword(input.password, this.bcryptRounds);
     const create = () =>
       em.transactional(async (tx) => {

@@ -50,9 +50,14 @@ export function hashSecret(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
 }
 
-function mintToken(kind: CredentialKind): { token: string; tokenHash: string } {
-  const token = PREFIX[kind] + randomBytes(32).toString('base64url');
+/** A new secret: `prefix` and 256 random bits, and the hash that is stored instead of it. */
+export function mintSecret(prefix: string): { token: string; tokenHash: string } {
+  const token = prefix + randomBytes(32).toString('base64url');
   return { token, tokenHash: hashSecret(token) };
+}
+
+function mintToken(kind: CredentialKind): { token: string; tokenHash: string } {
+  return mintSecret(PREFIX[kind]);
 }
 
 export function openSession(em: EntityManager, user: User, device: Device): { session: Session; token: string } {

@@ -10,6 +10,7 @@ import { createFeed, deleteFeed, listFeeds, updateFeed } from './feeds.js';
 import { createInsight, deleteInsight, listInsights, updateInsight } from './insights.js';
 import { acceptInvite, createInvite, deleteInvite, listInvites, listReceivedInvites } from './invites.js';
 import { removeMember } from './members.js';
+import { confirmPasswordReset, requestPasswordReset } from './password-reset.js';
 import { createProject, deleteProject, getProject, listProjects, transferOwnership, updateProject } from './projects.js';
 
 export const handlers: Handlers = {
@@ -53,4 +54,6 @@ export const handlers: Handlers = {
   createPortalSession,
   deleteCurrentUser,
   transferOwnership,
+  requestPasswordReset,
+  confirmPasswordReset,
 };

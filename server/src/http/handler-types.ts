@@ -19,7 +19,7 @@ export type QueryParams<K extends OperationId> = Defined<Op<K>['parameters']['qu
 export type RequestBody<K extends OperationId> = Op<K> extends { requestBody: infer R } ? Json<R> : undefined;
 
 type Responses<K extends OperationId> = Op<K>['responses'];
-type SuccessStatus<K extends OperationId> = Extract<keyof Responses<K>, 200 | 201 | 204>;
+type SuccessStatus<K extends OperationId> = Extract<keyof Responses<K>, 200 | 201 | 202 | 204>;
 type Content<T> = T extends { content: infer C } ? C : never;
 type Outcome<K extends OperationId, S extends keyof Responses<K>> = S extends 204
   ? { status: 204 }

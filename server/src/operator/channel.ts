@@ -4,6 +4,7 @@ import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Database } from '../db/orm.js';
 import { createInviteCode, InviteCodeInputError, listInviteCodes } from '../domain/invite-codes.js';
+import { operatorResetLink, UnknownUserError } from '../domain/password-reset.js';
 import type { Logger } from '../logger.js';
 
 /** What `<dataDir>/operator.json` holds: how a command on this host reaches the running service. */
@@ -31,12 +32,18 @@ class HttpError extends Error {
 
 /**
  * In embedded mode the service owns the only connection to the database, so operator commands
- * (`npm run invite`) ask it instead, over a Unix socket in a folder only the service's user can
- * enter: the data folder (closed to others at every start), or a folder of its own when that path is
- * too long for a socket. Whoever reaches the socket could open the data folder itself, so every
- * request that arrives is answered; no TCP port is opened.
+ * (`npm run invite`, `npm run user -- reset-link`) ask it instead, over a Unix socket in a folder
+ * only the service's user can enter: the data folder (closed to others at every start), or a folder
+ * of its own when that path is too long for a socket. Whoever reaches the socket could open the data
+ * folder itself, so every request that arrives is answered; no TCP port is opened. Reset links are
+ * made with the service's own `PASSWORD_RESET_URL` (`passwordResetUrl`).
  */
-export async function startOperatorChannel(db: Database, dataDir: string, logger: Logger): Promise<{ close(): Promise<void> }> {
+export async function startOperatorChannel(
+  db: Database,
+  dataDir: string,
+  logger: Logger,
+  passwordResetUrl: string | undefined,
+): Promise<{ close(): Promise<void> }> {
   const place = await socketPlace(dataDir);
   const server = createServer((req, res) => {
     handle(req)
@@ -44,6 +51,7 @@ export async function startOperatorChannel(db: Database, dataDir: string, logger
       .catch((err: unknown) => {
         if (err instanceof HttpError) return send(res, err.status, { error: err.message });
         if (err instanceof InviteCodeInputError) return send(res, 400, { error: err.message });
+        if (err instanceof UnknownUserError) return send(res, 404, { error: err.message });
         logger.error({ err }, 'operator request failed');
         send(res, 500, { error: 'internal error' });
       });
@@ -58,6 +66,13 @@ export async function startOperatorChannel(db: Database, dataDir: string, logger
       const created = await createInviteCode(em, { uses: input.uses, expiresInDays: input.expires_in_days });
       logger.info({ id: created.id, hint: created.hint }, 'invite code created by operator');
       return { status: 201, body: created };
+    }
+    if (route === 'POST /reset-links') {
+      const { username } = await readJson(req);
+      if (typeof username !== 'string') throw new HttpError(400, 'username must be a string');
+      const link = await operatorResetLink(em, username, passwordResetUrl);
+      logger.info('password reset link made by operator');
+      return { status: 201, body: { link } };
     }
     throw new HttpError(404, 'not found');
   }
@@ -117,7 +132,7 @@ async function socketPlace(dataDir: string): Promise<{ socket: string; remove():
   return { socket, remove: () => rm(folder, { recursive: true, force: true }) };
 }
 
-async function readJson(req: IncomingMessage): Promise<{ uses?: number; expires_in_days?: number }> {
+async function readJson(req: IncomingMessage): Promise<{ uses?: number; expires_in_days?: number; username?: unknown }> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {

@@ -11,15 +11,18 @@ import {
   type CreateInviteCodeInput,
   type InviteCodeRow,
 } from '../domain/invite-codes.js';
+import { operatorResetLink, UnknownUserError } from '../domain/password-reset.js';
 import type { Logger } from '../logger.js';
 import { operatorFilePath, type OperatorFile } from './channel.js';
 
-/** The invite-code operations, wherever they run. */
-export interface InviteCodeStore {
+/** The operator's operations (invite codes, reset links), wherever they run. */
+export interface OperatorStore {
   /** Where the work is done, to tell the operator. */
   via: string;
   create(input: CreateInviteCodeInput): Promise<CreatedInviteCode>;
   list(): Promise<InviteCodeRow[]>;
+  /** A password reset link with a new token for the user (domain/password-reset.ts); UnknownUserError when there is none. */
+  resetLink(username: string): Promise<string>;
 }
 
 /**
@@ -27,7 +30,7 @@ export interface InviteCodeStore {
  * the running service's operator channel if there is one, or else by opening the data folder itself
  * (taking its lock, so a service starting meanwhile refuses rather than diverges).
  */
-export async function withInviteCodeStore<T>(config: Config, logger: Logger, fn: (store: InviteCodeStore) => Promise<T>): Promise<T> {
+export async function withOperatorStore<T>(config: Config, logger: Logger, fn: (store: OperatorStore) => Promise<T>): Promise<T> {
   if (!config.databaseUrl) {
     const service = await readOperatorFile(config.dataDir);
     if (service) return fn(remoteStore(service));
@@ -38,6 +41,7 @@ export async function withInviteCodeStore<T>(config: Config, logger: Logger, fn:
       via: db.description,
       create: (input) => createInviteCode(db.orm.em.fork(), input),
       list: () => listInviteCodes(db.orm.em.fork()),
+      resetLink: (username) => operatorResetLink(db.orm.em.fork(), username, config.passwordReset.url),
     });
   } finally {
     await db.close();
@@ -59,10 +63,10 @@ async function readOperatorFile(dataDir: string): Promise<OperatorFile | undefin
 }
 
 /** One request to the operator channel's socket: its status and its body as text. */
-function exchange(socket: string, method: string, body: string | undefined): Promise<{ status: number; text: string }> {
+function exchange(socket: string, method: string, path: string, body: string | undefined): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const headers = { 'content-type': 'application/json' };
-    const req = request({ socketPath: socket, path: '/invite-codes', method, headers, timeout: 30_000 });
+    const req = request({ socketPath: socket, path, method, headers, timeout: 30_000 });
     req.on('timeout', () => req.destroy(new Error('no answer within 30 s')));
     req.on('error', reject);
     req.on('response', (res) => {
@@ -75,11 +79,11 @@ function exchange(socket: string, method: string, body: string | undefined): Pro
   });
 }
 
-function remoteStore(service: OperatorFile): InviteCodeStore {
-  async function call<R>(method: 'GET' | 'POST', body?: unknown): Promise<R> {
+function remoteStore(service: OperatorFile): OperatorStore {
+  async function call<R>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<R> {
     let res: { status: number; text: string };
     try {
-      res = await exchange(service.socket, method, body === undefined ? undefined : JSON.stringify(body));
+      res = await exchange(service.socket, method, path, body === undefined ? undefined : JSON.stringify(body));
     } catch (err) {
       throw new Error(`the running service (process ${service.pid}) did not answer on ${service.socket}: ${(err as Error).message}`, {
         cause: err,
@@ -92,6 +96,7 @@ function remoteStore(service: OperatorFile): InviteCodeStore {
       // Not JSON: the status alone is reported.
     }
     if (res.status === 400) throw new InviteCodeInputError(answer.error ?? 'bad request');
+    if (res.status === 404 && path === '/reset-links') throw new UnknownUserError(answer.error ?? 'no such user');
     if (res.status < 200 || res.status > 299) {
       throw new Error(`the running service (process ${service.pid}) answered ${res.status} ${answer.error ?? ''}`.trim());
     }
@@ -102,7 +107,7 @@ function remoteStore(service: OperatorFile): InviteCodeStore {
   return {
     via: `the running service (process ${service.pid})`,
     async create(input) {
-      const c = await call<Omit<CreatedInviteCode, 'expires_at'> & { expires_at: string | null }>('POST', {
+      const c = await call<Omit<CreatedInviteCode, 'expires_at'> & { expires_at: string | null }>('POST', '/invite-codes', {
         uses: input.uses,
         expires_in_days: input.expiresInDays,
       });
@@ -110,8 +115,11 @@ function remoteStore(service: OperatorFile): InviteCodeStore {
     },
     async list() {
       type Row = Omit<InviteCodeRow, 'expires_at' | 'created_at'> & { expires_at: string | null; created_at: string };
-      const rows = await call<Row[]>('GET');
+      const rows = await call<Row[]>('GET', '/invite-codes');
       return rows.map((r) => ({ ...r, expires_at: date(r.expires_at), created_at: new Date(r.created_at) }));
+    },
+    async resetLink(username) {
+      return (await call<{ link: string }>('POST', '/reset-links', { username })).link;
     },
   };
 }

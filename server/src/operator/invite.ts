@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { loadConfig } from '../config.js';
 import { checkCreateInviteCodeInput, InviteCodeInputError, type InviteCodeRow } from '../domain/invite-codes.js';
-import { withInviteCodeStore } from './client.js';
+import { withOperatorStore } from './client.js';
 import { UsageError } from './usage.js';
 
 /** Lines of the CLI's usage: command, summary. */
@@ -72,7 +72,7 @@ export async function inviteCommand(argv: string[]): Promise<number> {
   const config = loadConfig();
   // Logs go to stderr, so stdout carries only the answer; never the code itself.
   const logger = pino({ level: process.env.LOG_LEVEL || 'warn', base: { service: 'signalboard' } }, pino.destination(2));
-  return withInviteCodeStore(config, logger, async (store) => {
+  return withOperatorStore(config, logger, async (store) => {
     if (args.command === 'list') {
       const rows = await store.list();
       console.log(rows.length === 0 ? 'No invite codes yet.' : table(rows));

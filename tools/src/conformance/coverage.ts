@@ -99,6 +99,9 @@ export function notProvokableReason(op: Operation, status: number, context: Cove
       'key is still being handled; from outside that is a race between two requests, not something a client can cause at will'
     );
   }
+  if (status === 204 && op.operationId === 'confirmPasswordReset') {
+    return "204 needs a live password reset token, which only the account's mail or the deployment's operator gets";
+  }
   const plans = planReason(op, status, context);
   if (plans) return plans;
   if (status === 502)

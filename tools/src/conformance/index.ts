@@ -17,6 +17,7 @@ import { conditionalCases } from './checks/conditional.js';
 import { feedCases } from './checks/feeds.js';
 import { idempotencyCases } from './checks/idempotency.js';
 import { insightCases } from './checks/insights.js';
+import { passwordResetCases } from './checks/password-reset.js';
 import { inviteCases, leaveCases, memberCases } from './checks/invites.js';
 import { leavingCases } from './checks/leaving.js';
 import { projectCases, projectDeleteCases, projectMemberCases } from './checks/projects.js';
@@ -116,6 +117,7 @@ export function buildCases(contract: ContractModel, options: { rateLimits: boole
     ...projectDeleteCases,
     ...sessionCases,
     ...leavingCases,
+    ...passwordResetCases,
     ...(options.rateLimits ? rateLimitCases(contract) : []),
   ];
 }

@@ -37,6 +37,14 @@ async function spend(t: CaseContext, send: () => Promise<Exchange>): Promise<Exc
   throw new Error(`${sent} requests within the minute, none refused with 429 (RateLimit-Limit says ${limit})`);
 }
 
+/** The operations counted per client address, with sign-up and login; the first spends the limit, the others find it spent. */
+const ADDRESS_LIMITED = [
+  ['login', '/v1/auth/login'],
+  ['signup', '/v1/auth/signup'],
+  ['requestPasswordReset', '/v1/auth/password-reset'],
+  ['confirmPasswordReset', '/v1/auth/password-reset/confirm'],
+] as const;
+
 export function rateLimitCases(contract: ContractModel): CaseDef[] {
   const credential = `Bearer ${randomToken()}`;
   const cases: CaseDef[] = [
@@ -54,7 +62,7 @@ export function rateLimitCases(contract: ContractModel): CaseDef[] {
   ];
   for (const op of contract.operations) {
     if (!op.statuses.includes(429) || op.operationId === 'getRoot') continue;
-    if (op.operationId === 'login' || op.operationId === 'signup') continue;
+    if (ADDRESS_LIMITED.some(([operationId]) => operationId === op.operationId)) continue;
     cases.push({
       group,
       op: op.key,
@@ -82,10 +90,7 @@ export function rateLimitCases(contract: ContractModel): CaseDef[] {
       },
     });
   }
-  for (const [operationId, path] of [
-    ['login', '/v1/auth/login'],
-    ['signup', '/v1/auth/signup'],
-  ] as const) {
+  for (const [operationId, path] of ADDRESS_LIMITED) {
     cases.push({
       group,
       op: `POST ${path}`,
@@ -93,7 +98,7 @@ export function rateLimitCases(contract: ContractModel): CaseDef[] {
       title:
         operationId === 'login'
           ? "spending this address's sign-up and login limit ends in 429 with Retry-After"
-          : 'sign-up shares the spent limit of this address',
+          : `${operationId === 'signup' ? 'sign-up' : 'the password reset'} shares the spent limit of this address`,
       run: async (t) => {
         const refused = await spend(t, () => t.send({ method: 'POST', path, json: {}, expect429: true }));
         t.expect(refused, 429, 'rate_limited');

@@ -1,0 +1,126 @@
+/**
+ * Password resets. Asking for one answers at once, the same way for every address: the work (the
+ * account's lookup, its token, the e-mail) runs after the answer, so neither the answer nor its
+ * time tells whether an account has the address, and a slow or broken mail server never reaches
+ * the request. A failure there is logged without the token or the address.
+ *
+ * A reset token is `rst_` and 256 random bits, kept as its SHA-256 only, good for 1 hour and once.
+ * A user has at most one: a new one (asked for, or made by the operator's `reset-link`) replaces
+ * the earlier one. Using it sets the password and ends every session of the user; API tokens stay,
+ * as they do when a password is changed.
+ */
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { User } from '../db/entities.js';
+import { deleteSessionsOf, issueResetToken, setPasswordHash, takeResetToken } from '../db/queries/password-resets.js';
+import { findUserByEmail } from '../db/queries/users.js';
+import { InvalidResetToken } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { Mailer } from '../mail/smtp.js';
+import { refuseLongPassword } from './accounts.js';
+import { hashSecret, mintSecret } from './credentials.js';
+import { hashPassword } from './passwords.js';
+import { transaction } from './transaction.js';
+
+export const RESET_TOKEN_TTL_MS = 60 * 60 * 1000;
+const RESET_TOKEN_PREFIX = 'rst_';
+/**
+ * Requests whose work is still running, at most. Each is bounded in time by the mail timeouts; past
+ * this many (a mail server stalling under a flood from many addresses) further ones are dropped and
+ * logged, rather than held in memory without bound.
+ */
+const MAX_PENDING = 100;
+
+/** What every request is told, whether or not an account has the address. */
+export const RESET_REQUESTED_MESSAGE = 'If an account has this email address, a link to reset its password is on its way to it.';
+
+/** The operator asked for a reset link for a username no account has. */
+export class UnknownUserError extends Error {}
+
+/** `PASSWORD_RESET_URL` with the token appended, or the bare token when that is unset. */
+export function resetLink(baseUrl: string | undefined, token: string): string {
+  return `${baseUrl ?? ''}${token}`;
+}
+
+/** A new token for the user, replacing any earlier one: the plain token, which is not kept. */
+async function issueToken(em: EntityManager, userId: string): Promise<string> {
+  const { token, tokenHash } = mintSecret(RESET_TOKEN_PREFIX);
+  await issueResetToken(em, userId, tokenHash, RESET_TOKEN_TTL_MS);
+  return token;
+}
+
+/** The operator's `reset-link <username>`: a link with a new token for that user; UnknownUserError when there is none. */
+export async function operatorResetLink(em: EntityManager, username: string, baseUrl: string | undefined): Promise<string> {
+  const user = await em.findOne(User, { username: username.toLowerCase() }, { fields: ['id'] });
+  if (!user) throw new UnknownUserError(`no user with the username "${username}"`);
+  return resetLink(baseUrl, await issueToken(em, user.id));
+}
+
+export class PasswordResets {
+  private readonly pending = new Set<Promise<void>>();
+
+  constructor(
+    private readonly orm: MikroORM,
+    private readonly settings: { bcryptRounds: number; linkBase: string | undefined },
+    private readonly mailer: Mailer | undefined,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Starts the work of a reset request for `email` and returns at once; never fails. */
+  request(email: string): void {
+    if (!this.mailer) {
+      this.logger.info('password reset asked for; SMTP_URL is unset, so no mail is sent');
+      return;
+    }
+    if (this.pending.size >= MAX_PENDING) {
+      this.logger.warn({ pending: this.pending.size }, 'password reset request dropped: too many still being sent');
+      return;
+    }
+    const work: Promise<void> = this.mail(this.mailer, email.toLowerCase())
+      .catch((err: unknown) => {
+        // The error's message may quote the address; its kind and codes say what went wrong.
+        const { name, code, responseCode } = err as { name?: unknown; code?: unknown; responseCode?: unknown };
+        this.logger.warn({ err: { type: name, code, responseCode } }, 'password reset mail not sent');
+      })
+      .finally(() => this.pending.delete(work));
+    this.pending.add(work);
+  }
+
+  private async mail(mailer: Mailer, email: string): Promise<void> {
+    const em = this.orm.em.fork();
+    const user = await findUserByEmail(em, email);
+    if (!user) return;
+    const link = resetLink(this.settings.linkBase, await issueToken(em, user.id));
+    await mailer.send({
+      to: user.email,
+      subject: 'Reset your Signalboard password',
+      text:
+        `Someone, probably you, asked to reset the password of the Signalboard account ${user.username}.\n\n` +
+        `To choose a new password, open this link within the next hour:\n\n${link}\n\n` +
+        'The link works once. If you did not ask for it, ignore this message: your password stays as it is.\n',
+    });
+    this.logger.info({ userId: user.id }, 'password reset link sent');
+  }
+
+  /**
+   * Sets the password of the user whose live token this is, uses the token up and ends every
+   * session of the user, in one transaction: the ids of the sessions ended. 400
+   * `invalid_reset_token` otherwise, with nothing changed. The password is hashed before the
+   * transaction opens, so a slow hash never holds a database connection.
+   */
+  async confirm(em: EntityManager, token: string, newPassword: string): Promise<string[]> {
+    refuseLongPassword(newPassword, '/body/new_password');
+    const passwordHash = await hashPassword(newPassword, this.settings.bcryptRounds);
+    return transaction(em, async (tx) => {
+      const userId = await takeResetToken(tx, hashSecret(token));
+      if (userId === undefined) throw new InvalidResetToken();
+      await setPasswordHash(tx, userId, passwordHash);
+      return deleteSessionsOf(tx, userId);
+    });
+  }
+
+  /** Waits for the requests still being worked on (each bounded by the mail timeouts), then closes the mailer. */
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.pending]);
+    this.mailer?.close();
+  }
+}
