@@ -60,6 +60,9 @@ const NAMES: Record<string, Naming> = {
   publishEvents: 'events.publishBatch', // `publishEvent` is `events.publish`
   streamEvents: { handWritten: 'events.stream', why: 'a reconnecting stream of Server-Sent Events, not one answer (sdk/src/stream.ts)' },
   stripeWebhook: { omitted: 'called by Stripe, never by a user' },
+  updateCurrentUser: 'users.update',
+  listSessions: 'sessions.list',
+  deleteSession: 'sessions.delete',
 };
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];

@@ -2,7 +2,7 @@
 import type { Handlers } from '../http/handler-types.js';
 import { createApiToken, deleteApiToken, listApiTokens, login, logout, signup } from './auth.js';
 import { getHealth, getOpenApi, getReadiness, getRoot } from './meta.js';
-import { getCurrentUser } from './users.js';
+import { changePassword, getCurrentUser, updateCurrentUser } from './users.js';
 import { listActivity } from './activity.js';
 import { stripeWebhook } from './billing.js';
 import { listEvents, publishEvent, publishEvents, streamEvents } from './events.js';
@@ -11,6 +11,7 @@ import { createInsight, deleteInsight, listInsights, updateInsight } from './ins
 import { acceptInvite, createInvite, deleteInvite, listInvites, listReceivedInvites } from './invites.js';
 import { removeMember } from './members.js';
 import { createProject, deleteProject, getProject, listProjects, updateProject } from './projects.js';
+import { deleteSession, listSessions } from './sessions.js';
 
 export const handlers: Handlers = {
   getRoot,
@@ -49,4 +50,8 @@ export const handlers: Handlers = {
   listEvents,
   streamEvents,
   stripeWebhook,
+  updateCurrentUser,
+  changePassword,
+  listSessions,
+  deleteSession,
 };

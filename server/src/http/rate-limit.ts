@@ -1,5 +1,5 @@
 /**
- * Rate limits (rate-limiter-flexible). Sign-up and login count per client address. Every other
+ * Rate limits (rate-limiter-flexible). Sign-up, login and password changes count per client address. Every other
  * route counts per caller: a credential that resolved, by what it is (the session's or API token's
  * id, so one token however its header is spelled is one bucket), and a request without one that
  * resolved (none, malformed, unknown, expired; and every request to a public route, whose
@@ -21,7 +21,8 @@ import { rateLimitStore } from '../db/pool.js';
 import type { Caller } from '../domain/credentials.js';
 import { TooManyRequests } from '../errors.js';
 
-const AUTH_OPERATIONS = new Set(['signup', 'login']);
+/** Operations that try a password: counted per client address against the sign-in limit, so that guessing is slow everywhere. */
+const AUTH_OPERATIONS = new Set(['signup', 'login', 'changePassword']);
 /** Liveness and readiness are for load balancers; the webhook is Stripe's, authenticated by signature. */
 const EXEMPT_OPERATIONS = new Set(['getHealth', 'getReadiness', 'stripeWebhook']);
 
