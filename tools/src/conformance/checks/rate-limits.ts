@@ -1,10 +1,11 @@
 /**
  * 429 on every operation, only with `--rate-limits`. Limits are counted per credential (the raw
- * `Authorization` header) and, for sign-up and login, per client address, before the credential is
- * checked: the suite spends the limit of a throwaway token no one was given (cheap requests to
- * `GET /v1`) and then asks every operation with it; then it spends this address's sign-up and login
- * limit with refused logins. The last part keeps this address from signing up or logging in on
- * the deployment for up to a minute, which is why it runs last and only when asked.
+ * `Authorization` header) and, for sign-up, login and password changes, per client address, before
+ * the credential is checked: the suite spends the limit of a throwaway token no one was given
+ * (cheap requests to `GET /v1`) and then asks every operation with it; then it spends this
+ * address's sign-up and login limit with refused logins. The last part keeps this address from
+ * signing up or logging in on the deployment for up to a minute, which is why it runs last and only
+ * when asked.
  */
 import { randomToken, type CaseContext, type CaseDef } from '../case.js';
 import type { ContractModel } from '../contract.js';
@@ -37,6 +38,13 @@ async function spend(t: CaseContext, send: () => Promise<Exchange>): Promise<Exc
   throw new Error(`${sent} requests within the minute, none refused with 429 (RateLimit-Limit says ${limit})`);
 }
 
+/** Operations counted per client address against the sign-up and login limit, whatever credential they carry; login spends it. */
+const ADDRESS_COUNTED = [
+  ['login', 'POST', '/v1/auth/login'],
+  ['signup', 'POST', '/v1/auth/signup'],
+  ['changePassword', 'PUT', '/v1/users/me/password'],
+] as const;
+
 export function rateLimitCases(contract: ContractModel): CaseDef[] {
   const credential = `Bearer ${randomToken()}`;
   const cases: CaseDef[] = [
@@ -54,7 +62,7 @@ export function rateLimitCases(contract: ContractModel): CaseDef[] {
   ];
   for (const op of contract.operations) {
     if (!op.statuses.includes(429) || op.operationId === 'getRoot') continue;
-    if (op.operationId === 'login' || op.operationId === 'signup') continue;
+    if (ADDRESS_COUNTED.some(([operationId]) => operationId === op.operationId)) continue;
     cases.push({
       group,
       op: op.key,
@@ -82,20 +90,17 @@ export function rateLimitCases(contract: ContractModel): CaseDef[] {
       },
     });
   }
-  for (const [operationId, path] of [
-    ['login', '/v1/auth/login'],
-    ['signup', '/v1/auth/signup'],
-  ] as const) {
+  for (const [operationId, method, path] of ADDRESS_COUNTED) {
     cases.push({
       group,
-      op: `POST ${path}`,
+      op: `${method} ${path}`,
       expect: '429 rate_limited',
       title:
         operationId === 'login'
           ? "spending this address's sign-up and login limit ends in 429 with Retry-After"
-          : 'sign-up shares the spent limit of this address',
+          : `${operationId === 'signup' ? 'sign-up' : 'a password change'} shares the spent limit of this address`,
       run: async (t) => {
-        const refused = await spend(t, () => t.send({ method: 'POST', path, json: {}, expect429: true }));
+        const refused = await spend(t, () => t.send({ method, path, json: {}, expect429: true }));
         t.expect(refused, 429, 'rate_limited');
       },
     });
