@@ -10,9 +10,9 @@ import { loadConfig } from '../server/src/config.js';
 import { DatabaseIconRows } from '../server/src/domain/icons.js';
 import { Maintenance, MAINTENANCE_DEFAULTS } from '../server/src/maintenance/prune.js';
 import { IconStore } from '../server/src/storage/icons.js';
-import { apiToken, signUp, uniqueName, type TestUser } from './support/accounts.js';
-import { count, database, secret, sha256, sql } from './support/harness.js';
-import { call, expectData, expectError, expectInvalid, expectNoContent, ISO_UTC, UUID7 } from './support/http.js';
+import { apiToken, signUp, signUpOn, uniqueName, type TestUser } from './support/accounts.js';
+import { count, database, secret, sha256, sql, startExtraServer } from './support/harness.js';
+import { call, callAt, expectData, expectError, expectInvalid, expectNoContent, ISO_UTC, UUID7 } from './support/http.js';
 import { addMember, createProject, iconUrl, invite, projectPath } from './support/projects.js';
 import { notPng, png, storedIcon } from './support/png.js';
 
@@ -257,6 +257,26 @@ describe('accounts: self-service', () => {
         401,
         'invalid_credentials',
       );
+    });
+
+    it('counts against the sign-in limit of the client address, as logins do: guessing is refused with 429', async function () {
+      this.timeout(120_000);
+      const server = await startExtraServer({ AUTH_RATE_LIMIT: '3' });
+      try {
+        const user = await signUpOn(server); // the first point of this address
+        const guess = () =>
+          callAt(server.url, 'PUT', PASSWORD, user.token, { current_password: 'a wrong guess', new_password: 'another password' });
+        expectError(await guess(), 401, 'invalid_credentials');
+        expectError(await guess(), 401, 'invalid_credentials');
+        const refused = await guess();
+        expectError(refused, 429, 'rate_limited');
+        expect(refused.headers.get('retry-after')).to.match(/^\d+$/);
+        // Login shares the spent limit.
+        const login = await callAt(server.url, 'POST', '/v1/auth/login', undefined, { login: user.username, password: user.password });
+        expectError(login, 429, 'rate_limited');
+      } finally {
+        await server.close();
+      }
     });
 
     it('two changes racing from one password: one wins, the other is refused', async () => {
