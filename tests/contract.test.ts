@@ -37,11 +37,20 @@ describe('the contract as served', () => {
     expect(publicOperations).to.deep.equal(['getHealth', 'getOpenApi', 'getReadiness', 'getRoot', 'login', 'signup', 'stripeWebhook']);
   });
 
-  it('marks exactly logout, project deletion and API token management as session-only', () => {
+  it('marks exactly logout, project deletion, API token management, password changes and the session list and end as session-only', () => {
     const sessionOnly = contract.operations
       .filter((op) => op.sessionOnly)
       .map((op) => op.operationId)
       .sort();
-    expect(sessionOnly).to.deep.equal(['createApiToken', 'deleteApiToken', 'deleteProject', 'listApiTokens', 'logout']);
+    expect(sessionOnly).to.deep.equal([
+      'changePassword',
+      'createApiToken',
+      'deleteApiToken',
+      'deleteProject',
+      'deleteSession',
+      'listApiTokens',
+      'listSessions',
+      'logout',
+    ]);
   });
 });
