@@ -1,8 +1,8 @@
 /**
  * Accounts: sign-up with an invite code, login, and the owner's own changes (username, email
- * address, icon, password). Passwords are hashed with bcrypt before any
- * transaction opens, so a slow hash never holds a database connection, and on a worker thread
- * (passwords.ts), so it never holds the event loop either.
+ * address, icon, password). Passwords are hashed with bcrypt before any transaction opens, so a
+ * slow hash never holds a database connection, and on a worker thread (passwords.ts), so it never
+ * holds the event loop either.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { User } from '../db/entities.js';

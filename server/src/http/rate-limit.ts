@@ -1,11 +1,11 @@
 /**
- * Rate limits (rate-limiter-flexible). Sign-up, login and password changes count per client address. Every other
- * route counts per caller: a credential that resolved, by what it is (the session's or API token's
- * id, so one token however its header is spelled is one bucket), and a request without one that
- * resolved (none, malformed, unknown, expired; and every request to a public route, whose
- * credential dispatch does not resolve) by its client address, so made-up tokens share their
- * sender's bucket and no counter is ever keyed by what a client wrote. Counters live in
- * PostgreSQL when there is a server, so every instance shares them, and in memory with the
+ * Rate limits (rate-limiter-flexible). Sign-up, login and password changes count per client
+ * address. Every other route counts per caller: a credential that resolved, by what it is (the
+ * session's or API token's id, so one token however its header is spelled is one bucket), and a
+ * request without one that resolved (none, malformed, unknown, expired; and every request to a
+ * public route, whose credential dispatch does not resolve) by its client address, so made-up
+ * tokens share their sender's bucket and no counter is ever keyed by what a client wrote. Counters
+ * live in PostgreSQL when there is a server, so every instance shares them, and in memory with the
  * embedded database (one process). Every limited answer carries `RateLimit-Limit`,
  * `RateLimit-Remaining` and `RateLimit-Reset`.
  *
