@@ -11,10 +11,11 @@ import { DatabaseIconRows } from '../server/src/domain/icons.js';
 import { Maintenance, MAINTENANCE_DEFAULTS } from '../server/src/maintenance/prune.js';
 import { IconStore } from '../server/src/storage/icons.js';
 import { apiToken, signUp, signUpOn, uniqueName, type TestUser } from './support/accounts.js';
-import { count, database, secret, sha256, sql, startExtraServer } from './support/harness.js';
+import { baseUrl, count, database, secret, sha256, sql, startExtraServer } from './support/harness.js';
 import { call, callAt, expectData, expectError, expectInvalid, expectNoContent, ISO_UTC, UUID7 } from './support/http.js';
 import { addMember, createProject, iconUrl, invite, projectPath } from './support/projects.js';
 import { notPng, png, storedIcon } from './support/png.js';
+import { RawStream } from './support/sse.js';
 
 const DATA_URL = 'data:image/png;base64,';
 const ME = '/v1/users/me';
@@ -38,6 +39,12 @@ async function login(user: { username: string }, password: string, userAgent?: s
     userAgent ? { 'User-Agent': userAgent } : {},
   );
   return secret(expectData(answer, 201, 'login').token as string);
+}
+
+/** Whether the stream ends within a second. */
+async function endsWithinASecond(stream: RawStream): Promise<boolean> {
+  const how = await Promise.race([stream.ended, new Promise((resolve) => setTimeout(() => resolve('still open'), 1_000))]);
+  return how === 'end';
 }
 
 async function sessionIds(userId: string): Promise<string[]> {
@@ -295,6 +302,28 @@ describe('accounts: self-service', () => {
       await login(user, winner);
       expect(await count('select count(*)::int as n from sessions where user_id = ?', [user.id])).to.equal(2);
     });
+  });
+
+  it('the event streams of the sessions a password change or DELETE /v1/auth/sessions ends, end at once; the caller’s go on', async function () {
+    this.timeout(60_000);
+    const user = await signUp();
+    const project = await createProject(user.token);
+    const url = baseUrl() + projectPath(project.namespace, '/events/stream');
+    const [byPassword, bySessionEnd] = [await login(user, user.password), await login(user, user.password)];
+    const ids = expectData(await call('GET', SESSIONS, bySessionEnd)).items.filter((s: any) => s.current);
+    const streams = await Promise.all([user.token, byPassword, bySessionEnd].map((token) => RawStream.open(url, { token })));
+    const [callers, other, ended] = streams;
+    try {
+      for (const stream of streams) await stream.until(() => stream.retry !== undefined, 5_000);
+      expectNoContent(await call('DELETE', `${SESSIONS}/${ids[0].id}`, user.token));
+      expect(await endsWithinASecond(ended!), 'the ended session’s stream').to.equal(true);
+      const next = secret(`new-${randomUUID()}`);
+      expectNoContent(await call('PUT', PASSWORD, user.token, { current_password: user.password, new_password: next }));
+      expect(await endsWithinASecond(other!), 'the other session’s stream').to.equal(true);
+      expect(callers!.endedAt, 'the calling session’s stream').to.equal(undefined);
+    } finally {
+      for (const stream of streams) stream.close();
+    }
   });
 
   describe('GET and DELETE /v1/auth/sessions', () => {
