@@ -1284,6 +1284,7 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             email: string;
+            /** @description The icon's address, `{CDN_URL}/icons/<sha256>.png`; null when the user has none. Set with `PATCH /v1/users/me`. */
             icon: string | null;
             id: components["schemas"]["Id"];
             username: string;
