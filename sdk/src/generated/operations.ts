@@ -411,9 +411,10 @@ export interface UsersResource {
    * Change the password.
    *
    * Extension: changes the caller's password. Session token only. A wrong `current_password` is
-   * 401 `invalid_credentials` and changes nothing; such attempts count against the sign-in rate
-   * limit of the client's address, as logins do. Once changed, every other session of the user has
-   * ended (the calling one goes on); API tokens are kept.
+   * 401 `invalid_credentials` and changes nothing. Every attempt counts against the sign-in rate
+   * limit of the client's address (`AUTH_RATE_LIMIT`), as logins do, so guesses are as slow here as
+   * there. Once changed, every other session of the user has ended (the calling one goes on); API
+   * tokens are kept. `new_password` follows the sign-up rules: 8–72 bytes in UTF-8.
    *
    * `PUT /v1/users/me/password`
    */
