@@ -63,6 +63,9 @@ const NAMES: Record<string, Naming> = {
   createCheckoutSession: 'billing.checkout',
   createPortalSession: 'billing.portal',
   deleteCurrentUser: 'users.deleteMe', // `getCurrentUser` is `users.me`
+  updateCurrentUser: 'users.update',
+  listSessions: 'sessions.list',
+  deleteSession: 'sessions.delete',
 };
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];

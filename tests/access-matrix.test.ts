@@ -7,14 +7,17 @@
  * Each cell sends a valid request (existing ids and usernames, valid bodies), so the status tells
  * about access and nothing else. Rows whose success would spoil the shared project (delete it,
  * remove a member, accept or delete an invite, invite the spare user) get a fresh project per cell.
+ *
+ * A second table, at the end, holds the operations outside a project that need a credential (the
+ * account, its sessions and API tokens, the project list) the same way.
  */
 import { expect } from 'chai';
 import { ContractModel, type Operation } from '../tools/src/conformance/contract.js';
 import { parseJson, requestInit } from '../tools/src/conformance/http.js';
-import { baseUrl } from './support/harness.js';
-import { apiToken, signUp, type TestUser } from './support/accounts.js';
+import { baseUrl, secret } from './support/harness.js';
+import { apiToken, signUp, uniqueName, type TestUser } from './support/accounts.js';
 import { call, expectData, http } from './support/http.js';
-import { addMember, createInsight, createProject, invite, projectPath } from './support/projects.js';
+import { addMember, createInsight, createProject, invite, namespaceName, projectPath } from './support/projects.js';
 import { contractModel } from './support/response-check.js';
 
 const CALLERS = ['owner', 'member', 'nonMember', 'invitee', 'ownerApiToken', 'noToken', 'malformedToken'] as const;
@@ -195,13 +198,16 @@ function authorization(f: Fixture, caller: Caller): string | undefined {
 /** One cell: the answer as "<status> <code>" (or the bare status on success), with what the contract's judge finds in it appended. */
 async function runCell(op: Operation, f: Fixture, caller: Caller, row: Row): Promise<string> {
   const request = await row.request(f, caller);
-  const params: Record<string, string> = { namespace: f.namespace, ...request.params };
+  return answerOf(op, { namespace: f.namespace, ...request.params }, authorization(f, caller), request);
+}
+
+/** Sends `op` with these path parameters and `Authorization`; the answer as `runCell` shows it. */
+async function answerOf(op: Operation, params: Record<string, string>, auth: string | undefined, request: Request): Promise<string> {
   const path = op.path.replace(/\{([^}]+)\}/g, (_, name: string) => {
     const value = params[name];
     if (value === undefined) throw new Error(`the row of ${op.operationId} gives no value for {${name}}`);
     return encodeURIComponent(value);
   });
-  const auth = authorization(f, caller);
   const sent = { method: op.method, path: path + (request.query ?? ''), ...(auth ? { authorization: auth } : {}), json: request.body };
   // A time limit, and an event stream read only as far as its headers.
   const response = await fetch(baseUrl() + sent.path, requestInit(sent, { signal: AbortSignal.timeout(10_000) }));
@@ -267,6 +273,150 @@ describe(
         for (const caller of CALLERS) {
           const f = row.freshPerCaller ? await fixture(people) : (shared ??= await fixture(people));
           actual[caller] = await runCell(op, f, caller, row);
+          expected[caller] = show(row.expect[caller]);
+        }
+        expect(actual, `${op.method} ${op.path}`).to.deep.equal(expected);
+      });
+    }
+  },
+);
+
+// ----- the second table: operations outside a project that need a credential -----
+
+/**
+ * Every operation of the served contract that needs a credential and is not under
+ * `/v1/projects/{namespace}` (the account, its credentials, the project list), × caller. As above,
+ * an operation without a row fails the suite. Public operations (sign-up, login, the password
+ * reset) have no row: they take no credential, and their own tests show one sent is ignored.
+ */
+const ACCOUNT_CALLERS = ['session', 'apiToken', 'otherUserSession', 'noToken', 'malformedToken'] as const;
+type AccountCaller = (typeof ACCOUNT_CALLERS)[number];
+
+interface AccountFixture {
+  /** The account the credentials `session` and `apiToken` belong to, and whose resources the rows name. */
+  user: TestUser;
+  apiToken: string;
+  /** Another account, with a session of its own. */
+  other: TestUser;
+  /** A second session of `user`, other than the calling one. */
+  secondSessionId: string;
+  /** A second API token of `user`, other than the calling one. */
+  secondApiTokenId: string;
+}
+
+type AccountRow = {
+  /** Path parameters, query string and JSON body of a valid request, made for this caller. */
+  request: (f: AccountFixture, caller: AccountCaller) => Request;
+  expect: Record<AccountCaller, Outcome>;
+};
+
+/** Any credential of its own account. */
+function anyCredential(ok: Outcome): Record<AccountCaller, Outcome> {
+  return { session: ok, apiToken: ok, otherUserSession: ok, ...anonymous };
+}
+/** A session only; an API token is told so. */
+function sessionOnly(ok: Outcome): Record<AccountCaller, Outcome> {
+  return { ...anyCredential(ok), apiToken: SESSION_REQUIRED };
+}
+/** A session only, on a resource of `user`: another user's session does not find it. */
+function ownSessionOnly(ok: Outcome): Record<AccountCaller, Outcome> {
+  return { ...sessionOnly(ok), otherUserSession: NOT_FOUND };
+}
+
+/** The password of the account the caller acts for. */
+function passwordOf(f: AccountFixture, caller: AccountCaller): string {
+  return caller === 'otherUserSession' ? f.other.password : f.user.password;
+}
+
+const ACCOUNT_MATRIX: Record<string, AccountRow> = {
+  getCurrentUser: { request: () => ({}), expect: anyCredential(200) },
+  updateCurrentUser: { request: () => ({ body: { username: uniqueName('matrix') } }), expect: anyCredential(200) },
+  changePassword: {
+    request: (f, caller) => ({ body: { current_password: passwordOf(f, caller), new_password: `changed-${caller}-password` } }),
+    expect: sessionOnly(204),
+  },
+  listReceivedInvites: { request: () => ({ query: '?limit=10' }), expect: anyCredential(200) },
+  logout: { request: () => ({}), expect: sessionOnly(204) },
+  createApiToken: { request: (_f, caller) => ({ body: { name: `Made by ${caller}` } }), expect: sessionOnly(201) },
+  listApiTokens: { request: () => ({ query: '?limit=10' }), expect: sessionOnly(200) },
+  deleteApiToken: { request: (f) => ({ params: { id: f.secondApiTokenId } }), expect: ownSessionOnly(204) },
+  listSessions: { request: () => ({ query: '?limit=10' }), expect: sessionOnly(200) },
+  deleteCurrentUser: { request: (f, caller) => ({ body: { password: passwordOf(f, caller) } }), expect: sessionOnly(204) },
+  deleteSession: { request: (f) => ({ params: { id: f.secondSessionId } }), expect: ownSessionOnly(204) },
+  createProject: {
+    request: (_f, caller) => ({ body: { name: `Made by ${caller}`, namespace: namespaceName() } }),
+    expect: anyCredential(201),
+  },
+  listProjects: { request: () => ({ query: '?limit=10' }), expect: anyCredential(200) },
+};
+
+/** A fresh account per cell: most rows' success (a logout, a new password, an ended session) spends the fixture. */
+async function accountFixture(): Promise<AccountFixture> {
+  const [user, other] = await Promise.all([signUp(), signUp()]);
+  const [apiTokenValue] = await Promise.all([apiToken(user.token), apiToken(user.token, 'second')]);
+  const second = expectData(await call('POST', '/v1/auth/login', undefined, { login: user.username, password: user.password }), 201);
+  secret(second.token as string);
+  const tokens = expectData(await call('GET', '/v1/auth/tokens', user.token)).items as { id: string; name: string }[];
+  const sessions = expectData(await call('GET', '/v1/auth/sessions', user.token)).items as { id: string; current: boolean }[];
+  return {
+    user: user,
+    apiToken: apiTokenValue,
+    other: other,
+    secondSessionId: sessions.find((session) => !session.current)!.id,
+    secondApiTokenId: tokens.find((token) => token.name === 'second')!.id,
+  };
+}
+
+function accountAuthorization(f: AccountFixture, caller: AccountCaller): string | undefined {
+  switch (caller) {
+    case 'session':
+      return `Bearer ${f.user.token}`;
+    case 'apiToken':
+      return `Bearer ${f.apiToken}`;
+    case 'otherUserSession':
+      return `Bearer ${f.other.token}`;
+    case 'noToken':
+      return undefined;
+    case 'malformedToken':
+      return 'Bearer not-a-token';
+  }
+}
+
+describe(
+  `access matrix: ${Object.keys(ACCOUNT_MATRIX).length} account operations × ${ACCOUNT_CALLERS.length} callers = ` +
+    `${Object.keys(ACCOUNT_MATRIX).length * ACCOUNT_CALLERS.length} cells`,
+  () => {
+    let operations: Map<string, Operation>;
+
+    before(async () => {
+      const served = await http('GET', '/v1/openapi.json');
+      expect(served.status).to.equal(200);
+      const accountScoped = new ContractModel(served.json).operations.filter(
+        (op) => !op.isPublic && !op.path.startsWith('/v1/projects/{namespace}'),
+      );
+      operations = new Map(accountScoped.map((op) => [op.operationId, op]));
+    });
+
+    it('has a row for every operation outside a project that needs a credential (but those being added now), and no row for anything else', () => {
+      const served = [...operations.keys()].sort();
+      expect(served.length).to.be.greaterThan(0);
+      const withoutRow = served.filter((id) => !(id in ACCOUNT_MATRIX));
+      const withoutOperation = Object.keys(ACCOUNT_MATRIX).filter((id) => !operations.has(id));
+      expect({ withoutRow, withoutOperation }).to.deep.equal({ withoutRow: [], withoutOperation: [] });
+    });
+
+    for (const [operationId, row] of Object.entries(ACCOUNT_MATRIX)) {
+      const summary = ACCOUNT_CALLERS.map((caller) => `${caller} ${show(row.expect[caller])}`).join(', ');
+      it(`${operationId}: ${summary}`, async function () {
+        this.timeout(60_000);
+        const op = operations.get(operationId);
+        if (!op) expect.fail(`${operationId} is not an operation outside a project that needs a credential`);
+        const actual: Record<string, string> = {};
+        const expected: Record<string, string> = {};
+        for (const caller of ACCOUNT_CALLERS) {
+          const f = await accountFixture();
+          const request = row.request(f, caller);
+          actual[caller] = await answerOf(op, request.params ?? {}, accountAuthorization(f, caller), request);
           expected[caller] = show(row.expect[caller]);
         }
         expect(actual, `${op.method} ${op.path}`).to.deep.equal(expected);

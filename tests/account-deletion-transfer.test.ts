@@ -71,6 +71,23 @@ describe('DELETE /v1/users/me', () => {
     expectData(await call('GET', '/v1/users/me', user.token));
   });
 
+  it('password guesses count against the sign-in limit of the client address: 429, and the account stays', async function () {
+    this.timeout(120_000);
+    const server = await startExtraServer({ AUTH_RATE_LIMIT: '3' });
+    try {
+      const user = await signUpOn(server); // the first point of this address
+      const guess = () => callAt(server.url, 'DELETE', '/v1/users/me', user.token, { password: 'a wrong guess' });
+      expectError(await guess(), 401, 'invalid_credentials');
+      expectError(await guess(), 401, 'invalid_credentials');
+      expectError(await guess(), 429, 'rate_limited');
+      // The right password is refused too until the minute is over: the limit counts attempts.
+      expectError(await callAt(server.url, 'DELETE', '/v1/users/me', user.token, { password: user.password }), 429, 'rate_limited');
+      expect(await count('select count(*)::int from users where id = ?', [user.id], server.db)).to.equal(1);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('an API token: 403 session_required; a missing or extra field: 400; nothing changes', async () => {
     const user = await signUp();
     const token = await apiToken(user.token);

@@ -47,18 +47,21 @@ describe('the contract as served', () => {
     ]);
   });
 
-  it('marks exactly logout, project deletion, API token management, the billing portal, account deletion and ownership transfer as session-only', () => {
+  it('marks exactly logout, project deletion, API token management, the billing portal, password changes, the session list and end, account deletion and ownership transfer as session-only', () => {
     const sessionOnly = contract.operations
       .filter((op) => op.sessionOnly)
       .map((op) => op.operationId)
       .sort();
     expect(sessionOnly).to.deep.equal([
+      'changePassword',
       'createApiToken',
       'createPortalSession',
       'deleteApiToken',
       'deleteCurrentUser',
       'deleteProject',
+      'deleteSession',
       'listApiTokens',
+      'listSessions',
       'logout',
       'transferOwnership',
     ]);

@@ -15,7 +15,7 @@ export interface Config {
   /** `pretty` for a terminal, `json` (the default) for log collectors. */
   logFormat: 'json' | 'pretty';
   bcryptRounds: number;
-  /** Requests a minute: sign-up and login per IP address, other routes per credential; 0 turns a limit off. */
+  /** Requests a minute: sign-up, login and password changes per IP address, other routes per credential; 0 turns a limit off. */
   rateLimits: { auth: number; api: number };
   /**
    * Proxy hops in front of the service that append to `X-Forwarded-For` (`TRUST_PROXY`: a number,

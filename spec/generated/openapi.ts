@@ -158,6 +158,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/auth/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List sessions
+         * @description Extension: lists the caller's sessions, newest first, the calling one marked `current`. Session token only.
+         */
+        get: operations["listSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/sessions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * End a session
+         * @description Extension: ends one of the caller's sessions at once, forgetting its device record; ending the
+         *     calling session this way is a logout. Another user's session id, or one that does not exist
+         *     (any more), is 404. Session token only.
+         */
+        delete: operations["deleteSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/auth/signup": {
         parameters: {
             query?: never;
@@ -732,7 +774,16 @@ export interface paths {
         delete: operations["deleteCurrentUser"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update the current user
+         * @description Extension: changes the caller's username, email address or icon; fields left out are kept, and
+         *     an empty body changes nothing. The rules are sign-up's: 409 `username_taken` or `email_taken`
+         *     (without regard to case; of two callers racing for one name, one gets it). The icon follows a
+         *     project icon's rules and is shown as `icon` in `GET /v1/users/me` and as the caller's `icon`
+         *     among the members of every project; a refused icon changes nothing. API tokens may call it as
+         *     well as sessions.
+         */
+        patch: operations["updateCurrentUser"];
         trace?: never;
     };
     "/v1/users/me/invites": {
@@ -749,6 +800,30 @@ export interface paths {
          */
         get: operations["listReceivedInvites"];
         put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/me/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Change the password
+         * @description Extension: changes the caller's password. Session token only. A wrong `current_password` is
+         *     401 `invalid_credentials` and changes nothing. Every attempt counts against the sign-in rate
+         *     limit of the client's address (`AUTH_RATE_LIMIT`), as logins do, so guesses are as slow here as
+         *     there. Once changed, every other session of the user has ended (the calling one goes on); API
+         *     tokens are kept. `new_password` follows the sign-up rules: 8–72 bytes in UTF-8.
+         */
+        put: operations["changePassword"];
         post?: never;
         delete?: never;
         options?: never;
@@ -848,6 +923,11 @@ export interface components {
             };
             /** @description When it happened in the publisher's product; defaults to the time of publication. */
             timestamp?: components["schemas"]["Timestamp"];
+        };
+        ChangePasswordRequest: {
+            current_password: string;
+            /** @description 8–72 bytes in UTF-8, as at sign-up. */
+            new_password: string;
         };
         /** @description The paid tier to start, as the project's `tier` expresses it: a tier `STRIPE_PRICE_TIERS` maps a price to. */
         CheckoutRequest: {
@@ -1307,6 +1387,23 @@ export interface components {
             /** @enum {boolean} */
             success: true;
         };
+        /** @description One of the caller's sessions, with the device it was opened from: never its token. */
+        Session: {
+            /** Format: date-time */
+            created_at: string;
+            /** @description True for the session this request came with. */
+            current: boolean;
+            id: components["schemas"]["Id"];
+            /** @description The client address of the sign-up or login that opened it. */
+            ip: string | null;
+            /**
+             * Format: date-time
+             * @description When the session was last used; recorded at most once a minute.
+             */
+            last_used_at: string;
+            /** @description The `User-Agent` of the sign-up or login that opened it (at most 512 characters); null when none was sent. */
+            user_agent: string | null;
+        };
         /** @description A new session. The token is shown once; only its hash is stored. */
         SessionGrant: {
             /**
@@ -1321,6 +1418,21 @@ export interface components {
         /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
         SessionGrantEnvelope: {
             data: components["schemas"]["SessionGrant"];
+            /** @enum {boolean} */
+            success: true;
+        };
+        /**
+         * @description One page of a list: at most `limit` items, and at most about 1 MiB of them, so a page of large
+         *     items may hold fewer than `limit` (always at least one). Follow `next_cursor` until it is null.
+         */
+        SessionPage: {
+            items: components["schemas"]["Session"][];
+            /** @description Pass as `cursor` to get the next page; null on the last page. */
+            next_cursor: string | null;
+        };
+        /** @description Success envelope around one page of a list (`ProjectPageEnvelope`). */
+        SessionPageEnvelope: {
+            data: components["schemas"]["SessionPage"];
             /** @enum {boolean} */
             success: true;
         };
@@ -1379,11 +1491,27 @@ export interface components {
             /** @description A new namespace takes effect at once; the old one then answers 404. */
             namespace?: components["schemas"]["Namespace"];
         };
+        /** @description Changes to the caller's own account; a field left out stays as it is. */
+        UpdateUserRequest: {
+            /**
+             * Format: email
+             * @description A syntactically valid address, unique without regard to case (409 `email_taken`).
+             */
+            email?: string;
+            /**
+             * @description A PNG as a `data:image/png;base64,` URL, within a project icon's limits (a real PNG, at most
+             *     256 KiB decoded and 1024×1024 px), or null to remove the icon.
+             */
+            icon?: string | null;
+            /** @description Unique without regard to case, as at sign-up (409 `username_taken`); stored lower-case. */
+            username?: components["schemas"]["Username"];
+        };
         /** @description The signed-in account as its owner sees it. */
         User: {
             /** Format: date-time */
             created_at: string;
             email: string;
+            /** @description The icon's address, `{CDN_URL}/icons/<sha256>.png`; null when the user has none. Set with `PATCH /v1/users/me`. */
             icon: string | null;
             id: components["schemas"]["Id"];
             username: string;
@@ -1977,6 +2105,201 @@ export interface operations {
             };
             /** @description 415 `unsupported_media_type`. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    listSessions: {
+        parameters: {
+            query?: {
+                /** @description The `next_cursor` of the previous page; omit for the first page. A cursor this service did not issue is 400. */
+                cursor?: components["parameters"]["PageQuery.cursor"];
+                /** @description Items per page, 1–100. */
+                limit?: components["parameters"]["PageQuery.limit"];
+            };
+            header?: {
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
+            200: {
+                headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionPageEnvelope"];
+                };
+            };
+            /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
+            304: {
+                headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    deleteSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["schemas"]["Id"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description 204: done; no body. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 404 `not_found`. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5845,6 +6168,132 @@ export interface operations {
             };
         };
     };
+    updateCurrentUser: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateUserRequest"];
+            };
+        };
+        responses: {
+            /**
+             * @description Success: the answer to the work done now, or, with `Idempotent-Replayed: true`, the first answer
+             *     to this `Idempotency-Key` given again.
+             */
+            200: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserEnvelope"];
+                };
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 413 `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 415 `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 422 `idempotency_key_reused`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     listReceivedInvites: {
         parameters: {
             query?: {
@@ -5904,6 +6353,105 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    changePassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChangePasswordRequest"];
+            };
+        };
+        responses: {
+            /** @description 204: done; no body. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 413 `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 415 `unsupported_media_type`. */
+            415: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

@@ -114,6 +114,28 @@ export interface AuthResource {
   signup(body: Body<'signup'>, options?: RequestOptions): Promise<Data<'signup'>>;
 }
 
+export interface SessionsResource {
+  /**
+   * List sessions.
+   *
+   * Extension: lists the caller's sessions, newest first, the calling one marked `current`. Session token only.
+   *
+   * `GET /v1/auth/sessions`
+   */
+  list(query?: Query<'listSessions'>, options?: RequestOptions): Paginated<Data<'listSessions'>>;
+
+  /**
+   * End a session.
+   *
+   * Extension: ends one of the caller's sessions at once, forgetting its device record; ending the
+   * calling session this way is a logout. Another user's session id, or one that does not exist
+   * (any more), is 404. Session token only.
+   *
+   * `DELETE /v1/auth/sessions/{id}`
+   */
+  delete(id: PathParam<'deleteSession', 'id'>, options?: RequestOptions): Promise<Data<'deleteSession'>>;
+}
+
 export interface TokensResource {
   /**
    * Create an API token.
@@ -447,6 +469,20 @@ export interface UsersResource {
   me(options?: RequestOptions): Promise<Data<'getCurrentUser'>>;
 
   /**
+   * Update the current user.
+   *
+   * Extension: changes the caller's username, email address or icon; fields left out are kept, and
+   * an empty body changes nothing. The rules are sign-up's: 409 `username_taken` or `email_taken`
+   * (without regard to case; of two callers racing for one name, one gets it). The icon follows a
+   * project icon's rules and is shown as `icon` in `GET /v1/users/me` and as the caller's `icon`
+   * among the members of every project; a refused icon changes nothing. API tokens may call it as
+   * well as sessions.
+   *
+   * `PATCH /v1/users/me`
+   */
+  update(body: Body<'updateCurrentUser'>, options?: RequestOptions): Promise<Data<'updateCurrentUser'>>;
+
+  /**
    * Delete my account.
    *
    * Deletes the caller's account, with a session token and the account's password (a wrong one:
@@ -476,6 +512,19 @@ export interface UsersResource {
    * `GET /v1/users/me/invites`
    */
   listReceivedInvites(query?: Query<'listReceivedInvites'>, options?: RequestOptions): Paginated<Data<'listReceivedInvites'>>;
+
+  /**
+   * Change the password.
+   *
+   * Extension: changes the caller's password. Session token only. A wrong `current_password` is
+   * 401 `invalid_credentials` and changes nothing. Every attempt counts against the sign-in rate
+   * limit of the client's address (`AUTH_RATE_LIMIT`), as logins do, so guesses are as slow here as
+   * there. Once changed, every other session of the user has ended (the calling one goes on); API
+   * tokens are kept. `new_password` follows the sign-up rules: 8–72 bytes in UTF-8.
+   *
+   * `PUT /v1/users/me/password`
+   */
+  changePassword(body: Body<'changePassword'>, options?: RequestOptions): Promise<Data<'changePassword'>>;
 }
 
 /** Every operation of the contract as a method, grouped by resource. */
@@ -488,6 +537,7 @@ export class Resources {
    * Accounts and credentials: sign-up with an invite code, login and logout, API tokens, password reset.
    */
   readonly auth: AuthResource;
+  readonly sessions: SessionsResource;
   readonly tokens: TokensResource;
   /**
    * Projects: created, listed, read, changed and deleted by their members and owner.
@@ -548,6 +598,12 @@ export class Resources {
         caller.call({ method: 'POST', path: '/v1/auth/password-reset/confirm' }, { body }, options),
       signup: (body, options) =>
         caller.call({ method: 'POST', path: '/v1/auth/signup' }, { body }, options),
+    };
+    this.sessions = {
+      list: (query, options) =>
+        caller.paginate({ method: 'GET', path: '/v1/auth/sessions' }, { query }, options),
+      delete: (id, options) =>
+        caller.call({ method: 'DELETE', path: '/v1/auth/sessions/{id}' }, { path: { id } }, options),
     };
     this.tokens = {
       create: (body, options) =>
@@ -626,10 +682,14 @@ export class Resources {
     this.users = {
       me: (options) =>
         caller.call({ method: 'GET', path: '/v1/users/me' }, {}, options),
+      update: (body, options) =>
+        caller.call({ method: 'PATCH', path: '/v1/users/me', idempotencyKey: true }, { body }, options),
       deleteMe: (body, options) =>
         caller.call({ method: 'DELETE', path: '/v1/users/me' }, { body }, options),
       listReceivedInvites: (query, options) =>
         caller.paginate({ method: 'GET', path: '/v1/users/me/invites' }, { query }, options),
+      changePassword: (body, options) =>
+        caller.call({ method: 'PUT', path: '/v1/users/me/password' }, { body }, options),
     };
   }
 }

@@ -27,7 +27,8 @@ export const User = defineEntity({
     username: p.text().unique(),
     email: p.text(),
     passwordHash: p.text(),
-    icon: p.text().nullable(),
+    /** The icon's key in the icon store (its SHA-256), or null. */
+    icon: p.string().columnType('char(64)').nullable(),
     createdAt: createdAt(),
     updatedAt: timestamp()
       .onCreate(() => new Date())

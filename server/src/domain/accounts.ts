@@ -1,16 +1,20 @@
 /**
- * Accounts: sign-up with an invite code, login. Passwords are hashed with bcrypt before any
- * transaction opens, so a slow hash never holds a database connection, and on a worker thread
- * (passwords.ts), so it never holds the event loop either.
+ * Accounts: sign-up with an invite code, login, and the owner's own changes (username, email
+ * address, icon, password). Passwords are hashed with bcrypt before any transaction opens, so a
+ * slow hash never holds a database connection, and on a worker thread (passwords.ts), so it never
+ * holds the event loop either.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { User } from '../db/entities.js';
+import { deleteOtherSessions } from '../db/queries/credentials.js';
 import { findUserByEmail } from '../db/queries/users.js';
 import { InvalidInvite, InvalidRequest, Unauthenticated } from '../errors.js';
+import type { IconStore } from '../storage/icons.js';
 import { conflictOn } from './unique.js';
 import { redeemInviteCode } from './invite-codes.js';
 import { openSession, type Device } from './credentials.js';
 import { comparePassword, hashPassword } from './passwords.js';
+import { lockUser, transaction } from './transaction.js';
 
 const MAX_PASSWORD_BYTES = 72;
 
@@ -22,6 +26,41 @@ export function refuseLongPassword(password: string, path: string): void {
   if (Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES) {
     throw InvalidRequest.field(path, `must be at most ${MAX_PASSWORD_BYTES} bytes in UTF-8`);
   }
+}
+
+/** The unique constraints an account's username and email address must pass, and the 409 each is. */
+const ACCOUNT_TAKEN = {
+  users_username_unique: ['username_taken', 'This username is taken.'],
+  users_email_lower_unique: ['email_taken', 'An account with this email address exists.'],
+} as const satisfies Parameters<typeof conflictOn>[1];
+
+export interface AccountChanges {
+  username?: string | undefined;
+  email?: string | undefined;
+  /** A new icon as a data URL, or null to remove it. */
+  icon?: string | null | undefined;
+}
+
+/**
+ * Changes the user's own username, email address or icon; what `changes` leaves out is kept. The
+ * database's unique constraints settle a race for a name or an address (one winner, the other 409).
+ * A refused icon is refused before anything is written; an accepted one is stored after the flush
+ * that could still refuse the change, in the same transaction, so a refused change stores none.
+ */
+export async function updateAccount(em: EntityManager, icons: IconStore, user: User, changes: AccountChanges): Promise<User> {
+  const icon = typeof changes.icon === 'string' ? await icons.parse(changes.icon, 'update', '/body/icon') : undefined;
+  const update = () =>
+    transaction(em, async (tx) => {
+      await lockUser(tx, user.id);
+      const current = await tx.findOneOrFail(User, { id: user.id }, { refresh: true });
+      if (changes.username !== undefined) current.username = changes.username.toLowerCase();
+      if (changes.email !== undefined) current.email = changes.email;
+      if (changes.icon !== undefined) current.icon = icon?.sha256 ?? null;
+      await tx.flush();
+      if (icon) await icons.save(tx, icon);
+      return current;
+    });
+  return conflictOn(update, ACCOUNT_TAKEN);
 }
 
 export interface SignupInput {
@@ -55,10 +94,7 @@ export class Accounts {
         await tx.flush();
         return { user, session, token };
       });
-    return conflictOn(create, {
-      users_username_unique: ['username_taken', 'This username is taken.'],
-      users_email_lower_unique: ['email_taken', 'An account with this email address exists.'],
-    });
+    return conflictOn(create, ACCOUNT_TAKEN);
   }
 
   async login(em: EntityManager, login: string, password: string, device: Device) {
@@ -84,5 +120,24 @@ export class Accounts {
     if (tooLong || !(await comparePassword(password, user.passwordHash))) {
       throw new Unauthenticated('invalid_credentials', 'Wrong password.');
     }
+  }
+
+  /**
+   * Replaces the user's password when `current` is the password it has, then ends every session of
+   * the user but `keepSessionId` (API tokens stay), and answers the ids of the sessions ended. A
+   * wrong `current` is 401 `invalid_credentials` and changes nothing. The new hash is written only
+   * over the hash `current` was checked against: of two changes racing from one password, one wins
+   * and the other is refused as a wrong password.
+   */
+  async changePassword(em: EntityManager, user: User, keepSessionId: string, current: string, next: string): Promise<string[]> {
+    refuseLongPassword(next, '/body/new_password');
+    const checkedHash = user.passwordHash;
+    await this.confirmPassword(user, current);
+    const passwordHash = await hashPassword(next, this.bcryptRounds);
+    return transaction(em, async (tx) => {
+      const changed = await tx.nativeUpdate(User, { id: user.id, passwordHash: checkedHash }, { passwordHash, updatedAt: new Date() });
+      if (changed === 0) throw new Unauthenticated('invalid_credentials', 'Wrong password.');
+      return deleteOtherSessions(tx, user.id, keepSessionId);
+    });
   }
 }

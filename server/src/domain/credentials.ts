@@ -182,3 +182,14 @@ export async function revokeApiToken(em: EntityManager, user: User, id: string):
   const deleted = await em.nativeDelete(ApiToken, { id, user });
   if (deleted === 0) throw new NotFound('No API token with this id.');
 }
+
+/** The user's sessions that have not expired, newest first. */
+export async function listSessions(em: EntityManager, user: User, page: PageRequest): Promise<Session[]> {
+  return findPage(em, Session, { user, expiresAt: { $gt: new Date() } }, page);
+}
+
+/** Ends one of the user's sessions, deleting it with its device record; 404 for another user's or an unknown id. */
+export async function endSession(em: EntityManager, user: User, id: string): Promise<void> {
+  const deleted = await em.nativeDelete(Session, { id, user });
+  if (deleted === 0) throw new NotFound('No session with this id.');
+}

@@ -15,12 +15,12 @@ export const signup: Handler<'signup'> = async ({ body, authorization, device, e
     throw new Forbidden('already_authenticated', 'Sign-up is for callers without an account; this request carries a valid credential.');
   }
   const grant = await services.accounts.signup(em, body, device);
-  return { status: 201, data: presentSessionGrant(grant) };
+  return { status: 201, data: presentSessionGrant(grant, services.icons) };
 };
 
 export const login: Handler<'login'> = async ({ body, device, em, services }) => {
   const grant = await services.accounts.login(em, body.login, body.password, device);
-  return { status: 201, data: presentSessionGrant(grant) };
+  return { status: 201, data: presentSessionGrant(grant, services.icons) };
 };
 
 export const logout: Handler<'logout'> = async ({ caller, em, services }) => {

@@ -2,7 +2,7 @@
 import type { Handlers } from '../http/handler-types.js';
 import { createApiToken, deleteApiToken, listApiTokens, login, logout, signup } from './auth.js';
 import { getHealth, getOpenApi, getReadiness, getRoot } from './meta.js';
-import { deleteCurrentUser, getCurrentUser } from './users.js';
+import { changePassword, deleteCurrentUser, getCurrentUser, updateCurrentUser } from './users.js';
 import { listActivity } from './activity.js';
 import { createCheckoutSession, createPortalSession, stripeWebhook } from './billing.js';
 import { listEvents, publishEvent, publishEvents, streamEvents } from './events.js';
@@ -12,6 +12,7 @@ import { acceptInvite, createInvite, deleteInvite, listInvites, listReceivedInvi
 import { removeMember } from './members.js';
 import { confirmPasswordReset, requestPasswordReset } from './password-reset.js';
 import { createProject, deleteProject, getProject, listProjects, transferOwnership, updateProject } from './projects.js';
+import { deleteSession, listSessions } from './sessions.js';
 
 export const handlers: Handlers = {
   getRoot,
@@ -56,4 +57,8 @@ export const handlers: Handlers = {
   transferOwnership,
   requestPasswordReset,
   confirmPasswordReset,
+  updateCurrentUser,
+  changePassword,
+  listSessions,
+  deleteSession,
 };

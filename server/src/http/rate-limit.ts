@@ -1,12 +1,13 @@
 /**
- * Rate limits (rate-limiter-flexible). Sign-up, login and the password reset's two steps count per
- * client address, in one bucket. Every other
- * route counts per caller: a credential that resolved, by what it is (the session's or API token's
- * id, so one token however its header is spelled is one bucket), and a request without one that
- * resolved (none, malformed, unknown, expired; and every request to a public route, whose
- * credential dispatch does not resolve) by its client address, so made-up tokens share their
- * sender's bucket and no counter is ever keyed by what a client wrote. Counters live in
- * PostgreSQL when there is a server, so every instance shares them, and in memory with the
+ * Rate limits (rate-limiter-flexible). Sign-up, login, the password reset's two steps, and every
+ * request that asks for the account's password (a password change, an account's deletion) count
+ * per client address, in one bucket. Every other route counts per caller: a credential that
+ * resolved, by what it is (the session's or API token's id, so one token however its header is
+ * spelled is one bucket), and a request without one that resolved (none, malformed, unknown,
+ * expired; and every request to a public route, whose credential dispatch does not resolve) by its
+ * client address, so made-up tokens share their sender's bucket and no counter is ever keyed by
+ * what a client wrote. Counters live in PostgreSQL when there is a server, so every instance
+ * shares them, and in memory with the
  * embedded database (one process). Every limited answer carries `RateLimit-Limit`,
  * `RateLimit-Remaining` and `RateLimit-Reset`.
  *
@@ -22,7 +23,8 @@ import { rateLimitStore } from '../db/pool.js';
 import type { Caller } from '../domain/credentials.js';
 import { TooManyRequests } from '../errors.js';
 
-const AUTH_OPERATIONS = new Set(['signup', 'login', 'requestPasswordReset', 'confirmPasswordReset']);
+/** Operations that try a password or send mail: counted per client address against the sign-in limit, so that guessing is slow everywhere. */
+const AUTH_OPERATIONS = new Set(['signup', 'login', 'requestPasswordReset', 'confirmPasswordReset', 'changePassword', 'deleteCurrentUser']);
 /** Liveness and readiness are for load balancers; the webhook is Stripe's, authenticated by signature. */
 const EXEMPT_OPERATIONS = new Set(['getHealth', 'getReadiness', 'stripeWebhook']);
 

@@ -4,21 +4,22 @@
  */
 import type { components } from '../../../spec/generated/openapi.js';
 import type { ApiToken, Session, User } from '../db/entities.js';
+import type { IconUrls } from './project.js';
 
 type Schemas = components['schemas'];
 
-export function presentUser(user: User): Schemas['User'] {
+export function presentUser(user: User, icons: IconUrls): Schemas['User'] {
   return {
     id: user.id,
     username: user.username,
     email: user.email,
-    icon: user.icon ?? null,
+    icon: icons.url(user.icon),
     created_at: user.createdAt.toISOString(),
   };
 }
 
-export function presentSessionGrant(grant: { user: User; session: Session; token: string }): Schemas['SessionGrant'] {
-  return { token: grant.token, expires_at: grant.session.expiresAt.toISOString(), user: presentUser(grant.user) };
+export function presentSessionGrant(grant: { user: User; session: Session; token: string }, icons: IconUrls): Schemas['SessionGrant'] {
+  return { token: grant.token, expires_at: grant.session.expiresAt.toISOString(), user: presentUser(grant.user, icons) };
 }
 
 export function presentApiToken(apiToken: ApiToken): Schemas['ApiToken'] {
@@ -34,4 +35,16 @@ export function presentApiToken(apiToken: ApiToken): Schemas['ApiToken'] {
 export function presentCreatedApiToken({ apiToken, token }: { apiToken: ApiToken; token: string }): Schemas['CreatedApiToken'] {
   const { last_used_at: _unused, ...listed } = presentApiToken(apiToken);
   return { ...listed, token };
+}
+
+/** A session as its user lists it: its device record, never its token. `current`: the session of the request. */
+export function presentSession(session: Session, currentSessionId: string): Schemas['Session'] {
+  return {
+    id: session.id,
+    user_agent: session.userAgent ?? null,
+    ip: session.ip ?? null,
+    created_at: session.createdAt.toISOString(),
+    last_used_at: session.lastUsedAt.toISOString(),
+    current: session.id === currentSessionId,
+  };
 }

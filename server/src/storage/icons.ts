@@ -1,8 +1,8 @@
 /**
- * Project icons, stored content-addressed and shown at `{CDN_URL}/icons/<sha256>.png`. Parsing
- * checks what an icon may be and bounds what decoding it may cost (png.ts) before decoding it off
- * the event loop (png-codec.ts); what is stored is the image encoded afresh, never the bytes sent,
- * and its key is the SHA-256 of the stored bytes.
+ * Project and user icons, stored content-addressed and shown at `{CDN_URL}/icons/<sha256>.png`.
+ * Parsing checks what an icon may be and bounds what decoding it may cost (png.ts) before decoding
+ * it off the event loop (png-codec.ts); what is stored is the image encoded afresh, never the bytes
+ * sent, and its key is the SHA-256 of the stored bytes.
  *
  * Every stored icon has a row in the database (`IconRows`, domain/icons.ts), which holds its bytes
  * too unless an S3-compatible bucket (`IconBucket`, s3.ts) does. The row is what pruning decides

@@ -11,6 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Blocked, CaseContext, INVITE_USES, Ledger, Mismatch, type CaseDef, type RunOptions, type State } from './case.js';
+import { selfServiceCases } from './checks/account.js';
 import { accountCases } from './checks/accounts.js';
 import { billingCases } from './checks/billing.js';
 import { conditionalCases } from './checks/conditional.js';
@@ -115,6 +116,7 @@ export function buildCases(contract: ContractModel, options: { rateLimits: boole
     ...conditionalCases(contract),
     ...leaveCases,
     ...projectDeleteCases,
+    ...selfServiceCases,
     ...sessionCases,
     ...leavingCases,
     ...passwordResetCases,

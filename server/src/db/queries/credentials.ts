@@ -49,3 +49,11 @@ export async function touchSession(em: EntityManager, id: string, usedAt: Date, 
 export async function touchApiToken(em: EntityManager, id: string, usedAt: Date): Promise<void> {
   await em.nativeUpdate(ApiToken, { id }, { lastUsedAt: usedAt });
 }
+
+const DELETE_OTHER_SESSIONS = 'delete from sessions where user_id = ? and id <> ? returning id';
+
+/** Deletes every session of the user but `keepId`, and answers the ids deleted. */
+export async function deleteOtherSessions(em: EntityManager, userId: string, keepId: string): Promise<string[]> {
+  const rows = await query<{ id: string }>(em, DELETE_OTHER_SESSIONS, [userId, keepId]);
+  return rows.map((row) => row.id);
+}

@@ -4,9 +4,9 @@
  * or a handler's refusal such as 404 (a 400 is never recorded, so the body must be valid). Each case
  * therefore sends a valid request that changes nothing and is still recorded: the contract's own
  * example body on a project that does not exist (404), or, where the path names no project, a
- * namespace the run already holds (409). Then the same key on another such request must be 422
- * `idempotency_key_reused`, and on the first request again the first answer, same status and body,
- * with `Idempotent-Replayed: true`.
+ * namespace the run already holds or a username another user of the run holds (409). Then the same
+ * key on another such request must be 422 `idempotency_key_reused`, and on the first request again
+ * the first answer, same status and body, with `Idempotent-Replayed: true`.
  *
  * 409 `idempotency_in_progress` needs two requests with one key at once: see coverage.ts.
  */
@@ -39,6 +39,12 @@ function harmlessPair(t: CaseContext, op: Operation): { first: Request; other: R
       other: request(t.need(t.state.p2, 'project P2')),
       expect: [409, 'namespace_taken'],
     };
+  }
+  if (typeof body === 'object' && body !== null && 'username' in body) {
+    // User B's username, taken, in two spellings: two requests, both refused.
+    const username = t.need(t.state.b.id, 'user B') && t.state.b.username;
+    const request = (name: string): Request => ({ method: op.method, path: op.path, token, json: { ...body, username: name } });
+    return { first: request(username.toLowerCase()), other: request(username.toUpperCase()), expect: [409, 'username_taken'] };
   }
   throw new Blocked(`the suite knows no request to ${op.key} that the service records and that changes nothing`);
 }

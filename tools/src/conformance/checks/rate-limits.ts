@@ -1,10 +1,12 @@
 /**
  * 429 on every operation, only with `--rate-limits`. Limits are counted per credential (the raw
- * `Authorization` header) and, for sign-up and login, per client address, before the credential is
- * checked: the suite spends the limit of a throwaway token no one was given (cheap requests to
- * `GET /v1`) and then asks every operation with it; then it spends this address's sign-up and login
- * limit with refused logins. The last part keeps this address from signing up or logging in on
- * the deployment for up to a minute, which is why it runs last and only when asked.
+ * `Authorization` header) and, for sign-up, login, the password reset and the requests that ask for the account's password,
+ * per client address, before
+ * the credential is checked: the suite spends the limit of a throwaway token no one was given
+ * (cheap requests to `GET /v1`) and then asks every operation with it; then it spends this
+ * address's sign-up and login limit with refused logins. The last part keeps this address from
+ * signing up or logging in on the deployment for up to a minute, which is why it runs last and only
+ * when asked.
  */
 import { randomToken, type CaseContext, type CaseDef } from '../case.js';
 import type { ContractModel } from '../contract.js';
@@ -37,12 +39,17 @@ async function spend(t: CaseContext, send: () => Promise<Exchange>): Promise<Exc
   throw new Error(`${sent} requests within the minute, none refused with 429 (RateLimit-Limit says ${limit})`);
 }
 
-/** The operations counted per client address, with sign-up and login; the first spends the limit, the others find it spent. */
-const ADDRESS_LIMITED = [
-  ['login', '/v1/auth/login'],
-  ['signup', '/v1/auth/signup'],
-  ['requestPasswordReset', '/v1/auth/password-reset'],
-  ['confirmPasswordReset', '/v1/auth/password-reset/confirm'],
+/**
+ * Operations counted per client address against the sign-up and login limit, whatever credential
+ * they carry, each with what it is called: login spends the limit, the others find it spent.
+ */
+const ADDRESS_COUNTED = [
+  ['login', 'POST', '/v1/auth/login', 'login'],
+  ['signup', 'POST', '/v1/auth/signup', 'sign-up'],
+  ['requestPasswordReset', 'POST', '/v1/auth/password-reset', 'a password reset request'],
+  ['confirmPasswordReset', 'POST', '/v1/auth/password-reset/confirm', "a password reset's confirmation"],
+  ['changePassword', 'PUT', '/v1/users/me/password', 'a password change'],
+  ['deleteCurrentUser', 'DELETE', '/v1/users/me', "an account's deletion"],
 ] as const;
 
 export function rateLimitCases(contract: ContractModel): CaseDef[] {
@@ -62,7 +69,7 @@ export function rateLimitCases(contract: ContractModel): CaseDef[] {
   ];
   for (const op of contract.operations) {
     if (!op.statuses.includes(429) || op.operationId === 'getRoot') continue;
-    if (ADDRESS_LIMITED.some(([operationId]) => operationId === op.operationId)) continue;
+    if (ADDRESS_COUNTED.some(([operationId]) => operationId === op.operationId)) continue;
     cases.push({
       group,
       op: op.key,
@@ -90,17 +97,17 @@ export function rateLimitCases(contract: ContractModel): CaseDef[] {
       },
     });
   }
-  for (const [operationId, path] of ADDRESS_LIMITED) {
+  for (const [operationId, method, path, name] of ADDRESS_COUNTED) {
     cases.push({
       group,
-      op: `POST ${path}`,
+      op: `${method} ${path}`,
       expect: '429 rate_limited',
       title:
         operationId === 'login'
           ? "spending this address's sign-up and login limit ends in 429 with Retry-After"
-          : `${operationId === 'signup' ? 'sign-up' : 'the password reset'} shares the spent limit of this address`,
+          : `${name} shares the spent limit of this address`,
       run: async (t) => {
-        const refused = await spend(t, () => t.send({ method: 'POST', path, json: {}, expect429: true }));
+        const refused = await spend(t, () => t.send({ method, path, json: {}, expect429: true }));
         t.expect(refused, 429, 'rate_limited');
       },
     });

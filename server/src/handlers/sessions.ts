@@ -1,0 +1,16 @@
+import type { Handler } from '../http/handler-types.js';
+import { endSession, listSessions as findSessions } from '../domain/credentials.js';
+import { pageRequest, toPage } from '../domain/pagination.js';
+import { presentSession } from '../presenters/account.js';
+
+export const listSessions: Handler<'listSessions'> = async ({ query, caller, em }) => {
+  const page = pageRequest(query);
+  const rows = await findSessions(em, caller.user, page);
+  return { status: 200, data: toPage(rows, page.limit, (session) => presentSession(session, caller.credentialId)) };
+};
+
+export const deleteSession: Handler<'deleteSession'> = async ({ params, caller, em, services }) => {
+  await endSession(em, caller.user, params.id);
+  services.announce({ kind: 'credential-ended', credentialId: params.id }); // its event streams end at once
+  return { status: 204 };
+};
