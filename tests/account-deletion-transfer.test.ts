@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import type { RunningServer } from '../server/src/server.js';
-import { baseUrl, count, secret, sql, startExtraServer } from './support/harness.js';
+import { baseUrl, count, secret, sql, startExtraServer, startRateLimitedServer } from './support/harness.js';
 import { apiToken, signUp, signUpOn, type TestUser } from './support/accounts.js';
 import { call, callAt, expectData, expectError, expectInvalid, expectNoContent, type Answer } from './support/http.js';
 import { activityRows, addMember, createInsight, createProject, invite, member, projectPath, rowsOfProject } from './support/projects.js';
@@ -73,7 +73,7 @@ describe('DELETE /v1/users/me', () => {
 
   it('password guesses count against the sign-in limit of the client address: 429, and the account stays', async function () {
     this.timeout(120_000);
-    const server = await startExtraServer({ AUTH_RATE_LIMIT: '3' });
+    const server = await startRateLimitedServer({ AUTH_RATE_LIMIT: '3' });
     try {
       const user = await signUpOn(server); // the first point of this address
       const guess = () => callAt(server.url, 'DELETE', '/v1/users/me', user.token, { password: 'a wrong guess' });

@@ -11,7 +11,7 @@ import { DatabaseIconRows } from '../server/src/domain/icons.js';
 import { Maintenance, MAINTENANCE_DEFAULTS } from '../server/src/maintenance/prune.js';
 import { IconStore } from '../server/src/storage/icons.js';
 import { apiToken, signUp, signUpOn, uniqueName, type TestUser } from './support/accounts.js';
-import { baseUrl, count, database, secret, sha256, sql, startExtraServer } from './support/harness.js';
+import { baseUrl, count, database, secret, sha256, sql, startRateLimitedServer } from './support/harness.js';
 import { call, callAt, expectData, expectError, expectInvalid, expectNoContent, ISO_UTC, UUID7 } from './support/http.js';
 import { addMember, createProject, iconUrl, invite, projectPath } from './support/projects.js';
 import { notPng, png, storedIcon } from './support/png.js';
@@ -268,7 +268,7 @@ describe('accounts: self-service', () => {
 
     it('counts against the sign-in limit of the client address, as logins do: guessing is refused with 429', async function () {
       this.timeout(120_000);
-      const server = await startExtraServer({ AUTH_RATE_LIMIT: '3' });
+      const server = await startRateLimitedServer({ AUTH_RATE_LIMIT: '3' });
       try {
         const user = await signUpOn(server); // the first point of this address
         const guess = () =>

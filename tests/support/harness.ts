@@ -169,3 +169,14 @@ export function startExtraServer(env: Record<string, string> = {}, dataDir?: str
   const environment = { ...process.env, ...UNLIMITED, ...env, DATABASE_URL: databaseUrl ?? '' };
   return startServerIn('signalboard-test-extra', environment, runLogger(), undefined, dataDir);
 }
+
+/**
+ * An extra server whose rate limits (set in `env`) start from no counts. With PostgreSQL the
+ * counters live in the run's database, shared by every server of the run, so a test that spent an
+ * address's limit a moment ago would leave it spent for the next: they are emptied first (the run's
+ * own server has the limits off and counts nothing).
+ */
+export async function startRateLimitedServer(env: Record<string, string>): Promise<TestServer> {
+  if (database().kind === 'postgresql') await sql('delete from rate_limits');
+  return startExtraServer(env);
+}
