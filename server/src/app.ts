@@ -1,6 +1,7 @@
 /** The Koa app: middleware in order, nothing else. */
 import Koa, { type Context, type Middleware, type Next } from 'koa';
 import { handlers } from './handlers/index.js';
+import { dropUnreadBodies } from './http/body.js';
 import { cdn } from './http/cdn.js';
 import { dispatch, type Pipeline } from './http/dispatch.js';
 import { docs } from './http/docs.js';
@@ -18,6 +19,8 @@ export function createApp(services: Services, pipeline: Pipeline, metrics?: Metr
   const hops = services.config.trustProxy;
   const app = new Koa({ proxy: hops > 0, maxIpsCount: hops });
   app.silent = true; // errors are logged once, by the envelope middleware
+  // Outermost: what it does to an answer happens last, right before Koa writes it.
+  app.use(dropUnreadBodies());
   app.use(requestLog(services.logger));
   if (metrics) app.use(metrics.observe());
   app.use(securityHeaders());

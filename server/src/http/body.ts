@@ -5,13 +5,16 @@
  * received, for an operation that must check them before anything parses them (the Stripe
  * webhook's signature).
  *
- * After a 413 the rest of the body is read and dropped, up to 8 MiB: a client still sending it can
- * finish and read the answer (a connection closed with unread bytes is reset under the client,
- * which then sees EPIPE instead of the 413), and the connection can carry its next request. A body
- * declared or sent past that is cut off by closing the connection.
+ * A body the answer leaves unread (a 413, a GET that carries one, any refusal made before the body is
+ * read: 401, 404, 405, 415, 429...) is read and dropped, up to 8 MiB (`dropUnreadBodies`), because a
+ * connection closed while its client is still sending is reset under that client: the kernel
+ * discards what the client had not yet read of the answer, and the client sees ECONNRESET or EPIPE
+ * instead of it. So a client still sending can finish and read the answer, and a kept-alive
+ * connection can carry its next request. A body declared or sent past 8 MiB is cut off by closing
+ * the connection.
  */
 import { bodyParser } from '@koa/bodyparser';
-import type { Context } from 'koa';
+import type { Context, Middleware } from 'koa';
 import { InvalidRequest, PayloadTooLarge, UnsupportedMediaType } from '../errors.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -82,18 +85,69 @@ export async function readRawBody(ctx: Context, limitBytes: number): Promise<Buf
   });
 }
 
-/** The 413 for a body past `limitBytes`, with the rest of the body dropped or the connection closed (see above). */
+/** The 413 for a body past `limitBytes`; `dropUnreadBodies` drops the rest or the connection is closed (see above). */
 function tooLarge(ctx: Context, limitBytes: number): PayloadTooLarge {
-  const close = (ctx.request.length ?? 0) > DROP_LIMIT_BYTES;
-  if (!close) dropRest(ctx);
-  return new PayloadTooLarge(close, limitBytes);
+  return new PayloadTooLarge((ctx.request.length ?? 0) > DROP_LIMIT_BYTES, limitBytes);
 }
 
-function dropRest(ctx: Context): void {
-  let dropped = 0;
-  ctx.req.on('data', (chunk: Buffer) => {
-    dropped += chunk.length;
-    if (dropped > DROP_LIMIT_BYTES) ctx.req.socket.destroy();
+/**
+ * Middleware, outermost, so that it runs once the answer is decided and before Koa writes it: the
+ * part of the request's body that nothing read is read and dropped (see above).
+ *
+ * On a connection kept alive, the answer goes at once, while the rest of the body is still
+ * arriving: a client may stop sending when it sees a 413, and one that declared a body it holds
+ * back gets its answer. On a connection that closes after this answer (the client sent
+ * `Connection: close` or spoke HTTP/1.0, or the service is shutting down), closing while the
+ * client still sends would reset the connection under the answer, so the answer waits while the
+ * body keeps coming: until it is in, or nothing has come for LINGER_IDLE_MS (a client holding its
+ * body back), within the server's request timeout.
+ */
+export function dropUnreadBodies(): Middleware {
+  return async (ctx, next) => {
+    await next();
+    const req = ctx.req;
+    if (!hasBody(ctx) || req.readableEnded || req.destroyed || ctx.headerSent) return;
+    if ((ctx.request.length ?? 0) > DROP_LIMIT_BYTES) {
+      ctx.set('Connection', 'close');
+      return;
+    }
+    const closes = !ctx.res.shouldKeepAlive || /\bclose\b/i.test(ctx.response.get('Connection'));
+    const received = dropRest(ctx, closes ? LINGER_IDLE_MS : undefined);
+    if (closes) await received;
+  };
+}
+
+const LINGER_IDLE_MS = 1_000;
+
+/**
+ * Reads the rest of the body and drops it. Settles once it has all arrived, or the connection is
+ * gone, or nothing has arrived for `idleMs` (when given), or DROP_LIMIT_BYTES have been dropped: the
+ * connection is then closed, at once if the answer has been sent and after it otherwise.
+ */
+function dropRest(ctx: Context, idleMs?: number): Promise<void> {
+  const req = ctx.req;
+  return new Promise((resolve) => {
+    let dropped = 0;
+    let idle: NodeJS.Timeout | undefined;
+    const wait = () => {
+      if (idleMs === undefined) return;
+      clearTimeout(idle);
+      idle = setTimeout(settle, idleMs);
+    };
+    const onData = (chunk: Buffer) => {
+      dropped += chunk.length;
+      if (dropped <= DROP_LIMIT_BYTES) return wait();
+      if (ctx.res.headersSent) req.socket.destroy();
+      else ctx.set('Connection', 'close');
+      settle();
+    };
+    const settle = () => {
+      clearTimeout(idle);
+      req.off('data', onData).off('end', settle).off('close', settle).off('error', settle);
+      resolve();
+    };
+    req.on('data', onData).on('end', settle).on('close', settle).on('error', settle);
+    req.resume();
+    wait();
   });
-  ctx.req.resume();
 }
