@@ -15,24 +15,73 @@ import { callAt } from './support/http.js';
 import { embeddedServiceEnv, operatorInviteCode, startServiceProcess, type ServiceProcess } from './support/service-process.js';
 import { RawStream } from './support/sse.js';
 
+/** A request of KeepAliveClient that failed, and whether it went on a connection used before. */
+class RequestFailed extends Error {
+  constructor(
+    readonly error: NodeJS.ErrnoException,
+    readonly reused: boolean,
+  ) {
+    super(error.message, { cause: error });
+  }
+}
+
 /**
- * How a failed fetch failed: `never sent` when its request never reached the service, otherwise
- * the error code behind it (UND_ERR_SOCKET, or ECONNRESET for a kept-alive connection cut under a
- * request that may have been applied). Never sent:
+ * One client of the hammer: PATCHes on a keep-alive agent of its own with at most one connection,
+ * so that the connection each request went on is known (`reusedSocket`), which fetch's pool, shared
+ * by every client, does not tell.
+ */
+class KeepAliveClient {
+  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+
+  constructor(private readonly origin: string) {}
+
+  /** The status and whether the answer said `Connection: close`; throws RequestFailed when the request fails. */
+  patch(path: string, token: string, body: unknown): Promise<{ status: number; closes: boolean }> {
+    const json = JSON.stringify(body);
+    return new Promise((resolve, reject) => {
+      const request = http.request(
+        `${this.origin}${path}`,
+        {
+          method: 'PATCH',
+          agent: this.agent,
+          headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(json) },
+        },
+        (response) => {
+          response.resume();
+          response.on('end', () => resolve({ status: response.statusCode!, closes: response.headers.connection === 'close' }));
+          response.on('error', (error) => reject(new RequestFailed(error, request.reusedSocket)));
+        },
+      );
+      request.on('error', (error) => reject(new RequestFailed(error, request.reusedSocket)));
+      request.end(json);
+    });
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+/**
+ * How a request failed: `never sent` when it never reached the service, otherwise the error code,
+ * the system call and the connection (ECONNRESET on a kept-alive connection is a request cut that
+ * may have been applied). Never sent:
  * - it failed while connecting: refused by a closed listener, or reset by the kernel while in the
  *   backlog of the listener as it closed;
- * - it was reset on a NEW connection (`onNewConnection`: the previous answer said
- *   `Connection: close`, so fetch opened another). The handshake of such a connection can complete
- *   in the kernel's backlog before the listener closes; the client then writes its request, and the
- *   kernel resets the connection the service never accepted. Node 22 and 24's fetch reports that
- *   as `read ECONNRESET` rather than as a failed connect. The stored count below still proves that
- *   such a request was not applied.
+ * - it was reset on a NEW connection (the previous answer said `Connection: close`, so the agent
+ *   opened another). The handshake of such a connection can complete in the kernel's backlog before
+ *   the listener closes; the client then writes its request, and the kernel resets the connection
+ *   the service never accepted, which Node reports as `read ECONNRESET` rather than as a failed
+ *   connect. Every connection the service accepted is answered (the drain), so a reset one it never
+ *   accepted carried nothing to it. The stored count below still proves that no such request was
+ *   applied.
  */
-function howItFailed(error: unknown, onNewConnection: boolean): string {
-  const cause = (error as { cause?: { code?: string; syscall?: string } }).cause;
-  if (cause?.syscall === 'connect') return 'never sent';
-  if (onNewConnection && cause?.code === 'ECONNRESET') return 'never sent';
-  return cause?.code ?? (error as Error).message;
+function howItFailed(failure: unknown): string {
+  if (!(failure instanceof RequestFailed)) return (failure as Error).message;
+  const { error, reused } = failure;
+  if (error.syscall === 'connect') return 'never sent';
+  if (!reused && error.code === 'ECONNRESET') return 'never sent';
+  return `${error.code ?? error.message}${error.syscall ? ` (${error.syscall})` : ''} on a ${reused ? 'kept-alive' : 'new'} connection`;
 }
 
 /** GET on a connection of its own (fetch would reuse one it keeps alive): `answered <status>`, or the connection error's code. */
@@ -78,24 +127,27 @@ describe('SIGTERM with keep-alive clients hammering the service', function () {
     await stream.until(() => stream.retry !== undefined, 10_000);
 
     // Eight clients, each sending its next increment as soon as the last is answered, on the
-    // connection fetch keeps alive, until a request fails.
+    // connection it keeps alive, until a request fails.
     let signalledAt = Infinity;
     const hammer = async () => {
+      const client = new KeepAliveClient(service.url);
       let acknowledged = 0;
       let afterSignal = 0;
       let closeAnswers = 0;
-      let lastAnswerClosed = false;
-      for (;;) {
-        try {
-          const answer = await callAt(service.url, 'PATCH', insightPath, token, { increment: 1 });
+      try {
+        for (;;) {
+          const answer = await client.patch(insightPath, token, { increment: 1 });
           expect(answer.status).to.equal(200);
           acknowledged += 1;
           if (performance.now() > signalledAt) afterSignal += 1;
-          lastAnswerClosed = answer.headers.get('connection') === 'close';
-          if (lastAnswerClosed) closeAnswers += 1;
-        } catch (error) {
-          return { acknowledged, afterSignal, closeAnswers, ended: howItFailed(error, lastAnswerClosed) };
+          if (answer.closes) closeAnswers += 1;
         }
+      } catch (failure) {
+        const ended = howItFailed(failure);
+        const when = `${Math.round(performance.now() - signalledAt)} ms after SIGTERM`;
+        return { acknowledged, afterSignal, closeAnswers, ended: ended === 'never sent' ? ended : `${ended}, ${when}` };
+      } finally {
+        client.close();
       }
     };
     const clients = Array.from({ length: 8 }, hammer);
