@@ -98,4 +98,28 @@ describe('a body the answer leaves unread, on a connection that closes after the
     expect(performance.now() - started).to.be.within(900, 5_000);
     expect(sent.ending).to.equal('end');
   });
+
+  it('a body declared past 8 MiB, on a connection kept alive: the 413 at once, with Connection: close, and the connection closed', async () => {
+    const url = new URL(baseUrl());
+    const socket = net.connect(Number(url.port), url.hostname);
+    const chunks: Buffer[] = [];
+    const ended = new Promise<string>((resolve) => {
+      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+      socket.on('end', () => resolve('end'));
+      socket.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
+    });
+    try {
+      socket.write(
+        `POST /v1/auth/login HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nContent-Length: ${10 * 1024 * 1024}\r\n\r\n`,
+      );
+      const ending = await Promise.race([ended, new Promise<string>((resolve) => setTimeout(() => resolve('no end within 5 s'), 5_000))]);
+      const answer = parseAnswer({ bytes: Buffer.concat(chunks), ending });
+      expect(answer.status).to.equal(413);
+      expect(JSON.parse(answer.body).error.code).to.equal('payload_too_large');
+      expect(answer.headers.get('connection')).to.equal('close');
+      expect(ending).to.equal('end');
+    } finally {
+      socket.destroy();
+    }
+  });
 });

@@ -96,10 +96,10 @@ export class LimitReached extends ApiError {
 }
 
 export class PayloadTooLarge extends ApiError {
-  /** `close`: the rest of the body will not be read, so the connection cannot carry another request (http/body.ts). */
-  constructor(close: boolean, limitBytes: number) {
+  /** What becomes of the rest of the body, and so of the connection, http/body.ts decides for every unread body. */
+  constructor(limitBytes: number) {
     const limit = limitBytes % 1_048_576 === 0 ? `${limitBytes / 1_048_576} MiB` : `${limitBytes / 1024} KiB`;
-    super(413, 'payload_too_large', `The body is larger than ${limit}.`, undefined, close ? { Connection: 'close' } : undefined);
+    super(413, 'payload_too_large', `The body is larger than ${limit}.`);
   }
 }
 

@@ -40,7 +40,7 @@ export async function readJsonBody(ctx: Context): Promise<unknown> {
     await parse(ctx, async () => {});
   } catch (error) {
     const { status, type } = error as { status?: number; type?: string };
-    if (status === 413 || type === 'entity.too.large') throw tooLarge(ctx, BODY_LIMIT_BYTES);
+    if (status === 413 || type === 'entity.too.large') throw new PayloadTooLarge(BODY_LIMIT_BYTES);
     if (status === 415 || type === 'encoding.unsupported' || type === 'charset.unsupported') throw new UnsupportedMediaType();
     throw new InvalidRequest('The body is not valid JSON.', [{ path: '/body', message: 'is not valid JSON' }]);
   }
@@ -58,7 +58,7 @@ export async function readRawBody(ctx: Context, limitBytes: number): Promise<Buf
   const coding = ctx.get('Content-Encoding').toLowerCase();
   const json = ctx.is('application/json') && (!charset || charset === 'utf-8') && (!coding || coding === 'identity');
   if (!json) throw new UnsupportedMediaType();
-  if ((ctx.request.length ?? 0) > limitBytes) throw tooLarge(ctx, limitBytes);
+  if ((ctx.request.length ?? 0) > limitBytes) throw new PayloadTooLarge(limitBytes);
   const chunks: Buffer[] = [];
   let size = 0;
   return new Promise((resolve, reject) => {
@@ -67,7 +67,7 @@ export async function readRawBody(ctx: Context, limitBytes: number): Promise<Buf
       size += chunk.length;
       if (size > limitBytes) {
         stop();
-        reject(tooLarge(ctx, limitBytes));
+        reject(new PayloadTooLarge(limitBytes));
       } else chunks.push(chunk);
     };
     const onEnd = () => {
@@ -83,11 +83,6 @@ export async function readRawBody(ctx: Context, limitBytes: number): Promise<Buf
     };
     req.on('data', onData).on('end', onEnd).on('aborted', onAborted).on('error', onAborted);
   });
-}
-
-/** The 413 for a body past `limitBytes`; `dropUnreadBodies` drops the rest or the connection is closed (see above). */
-function tooLarge(ctx: Context, limitBytes: number): PayloadTooLarge {
-  return new PayloadTooLarge((ctx.request.length ?? 0) > DROP_LIMIT_BYTES, limitBytes);
 }
 
 /**
