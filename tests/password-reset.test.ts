@@ -6,111 +6,31 @@
  * server that is down or never answers, the settings, and the operator's `reset-link` command
  * against the embedded service as an operator runs it.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { simpleParser } from 'mailparser';
-import { SMTPServer } from 'smtp-server';
 import { ConfigError, loadConfig } from '../server/src/config.js';
 import { baseUrl, count, database, outputDir, secret, sha256, sql, startExtraServer, type TestServer } from './support/harness.js';
 import { signUp, signUpOn, uniqueName, type TestUser } from './support/accounts.js';
+import { Mailbox, type Mail } from './support/mailbox.js';
 import { callAt, expectData, expectError, expectInvalid, expectNoContent, tally, type Answer } from './support/http.js';
 import {
   embeddedServiceEnv,
+  npmRunUser,
   operatorInviteCode,
-  repositoryRoot,
   startServiceProcess,
   type ServiceProcess,
 } from './support/service-process.js';
 
 const RESET_URL = 'https://app.example.com/reset?token=';
 const FROM = 'Signalboard <noreply@example.com>';
-const SMTP_USER = 'mailer';
-const SMTP_PASSWORD = secret('smtp-test-password-5d1f');
 const TOKEN = /^rst_[A-Za-z0-9_-]{43}$/;
 const REQUESTED = {
   success: true,
   data: { message: 'If an account has this email address, a link to reset its password is on its way to it.' },
 };
-
-interface Mail {
-  to: string[];
-  from: { name: string; address: string };
-  subject: string;
-  text: string;
-}
-
-/** An SMTP server on 127.0.0.1 that takes mail for any address, after a login, and keeps what it gets. */
-class Mailbox {
-  private constructor(
-    private readonly server: SMTPServer,
-    readonly port: number,
-    readonly mails: Mail[],
-    private readonly arrived: Set<() => void>,
-  ) {}
-
-  static async start(): Promise<Mailbox> {
-    const mails: Mail[] = [];
-    const arrived = new Set<() => void>();
-    const server = new SMTPServer({
-      secure: false,
-      disabledCommands: ['STARTTLS'],
-      allowInsecureAuth: true,
-      logger: false,
-      onAuth(auth, _session, callback) {
-        if (auth.username === SMTP_USER && auth.password === SMTP_PASSWORD) callback(null, { user: SMTP_USER });
-        else callback(new Error('wrong login'));
-      },
-      onData(stream, session, callback) {
-        simpleParser(stream).then(
-          (parsed) => {
-            mails.push({
-              to: session.envelope.rcptTo.map((r) => r.address),
-              from: { name: parsed.from?.value[0]?.name ?? '', address: parsed.from?.value[0]?.address ?? '' },
-              subject: parsed.subject ?? '',
-              text: parsed.text ?? '',
-            });
-            for (const notify of arrived) notify();
-            callback();
-          },
-          (err: Error) => callback(err),
-        );
-      },
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return new Mailbox(server, (server.server.address() as AddressInfo).port, mails, arrived);
-  }
-
-  get url(): string {
-    return `smtp://${SMTP_USER}:${SMTP_PASSWORD}@127.0.0.1:${this.port}`;
-  }
-
-  /** The mails to `address`, once there are `n` of them. */
-  async waitFor(address: string, n = 1, timeoutMs = 15_000): Promise<Mail[]> {
-    const found = () => this.mails.filter((m) => m.to.includes(address));
-    if (found().length >= n) return found();
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.arrived.delete(check);
-        reject(new Error(`no ${n} mail(s) to ${address} within ${timeoutMs} ms (got ${found().length})`));
-      }, timeoutMs);
-      const check = () => {
-        if (found().length < n) return;
-        clearTimeout(timer);
-        this.arrived.delete(check);
-        resolve(found());
-      };
-      this.arrived.add(check);
-    });
-  }
-
-  close(): Promise<void> {
-    return new Promise((resolve) => this.server.close(() => resolve()));
-  }
-}
 
 /** The token of the reset link in `mail`, registered as a secret. */
 function tokenIn(mail: Mail): string {
@@ -472,12 +392,3 @@ describe('password reset', function () {
     });
   });
 });
-
-/** `npm run user -- …` in the repository, as an operator types it. */
-function npmRunUser(env: NodeJS.ProcessEnv, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile('npm', ['run', '--silent', 'user', '--', ...args], { cwd: repositoryRoot, env, timeout: 90_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr });
-    });
-  });
-}

@@ -12,6 +12,7 @@ import packageJson from '../package.json' with { type: 'json' };
 import { ConfigError } from './config.js';
 import { DataDirError } from './db/lock.js';
 import { InviteCodeInputError } from './domain/invite-codes.js';
+import { NoPendingEmailChange } from './domain/email-change.js';
 import { UnknownUserError } from './domain/password-reset.js';
 import { contractDocument } from './http/contract.js';
 import { INVITE_USAGE, inviteCommand } from './operator/invite.js';
@@ -72,7 +73,12 @@ async function main(argv: string[]): Promise<number> {
       return 1;
     }
     // Errors an operator can act on are reported by their message alone.
-    if (error instanceof DataDirError || error instanceof InviteCodeInputError || error instanceof UnknownUserError) {
+    if (
+      error instanceof DataDirError ||
+      error instanceof InviteCodeInputError ||
+      error instanceof UnknownUserError ||
+      error instanceof NoPendingEmailChange
+    ) {
       console.error(`${name}: ${error.message}`);
       return 1;
     }

@@ -15,8 +15,11 @@ export interface Config {
   /** `pretty` for a terminal, `json` (the default) for log collectors. */
   logFormat: 'json' | 'pretty';
   bcryptRounds: number;
-  /** Requests a minute: sign-up, login and password changes per IP address, other routes per credential; 0 turns a limit off. */
-  rateLimits: { auth: number; api: number };
+  /**
+   * Requests a minute: sign-up, login and password changes per IP address, other routes per
+   * credential, `/cdn` per IP address; 0 turns a limit off.
+   */
+  rateLimits: { auth: number; api: number; cdn: number };
   /**
    * Proxy hops in front of the service that append to `X-Forwarded-For` (`TRUST_PROXY`: a number,
    * `true` for one, `false`/0 for none). The client address is the right-most one no trusted proxy added.
@@ -31,6 +34,8 @@ export interface Config {
     projectsPerUser: number;
     apiTokensPerUser: number;
     streamsPerUser: number;
+    /** Sessions a user holds at once: a login past it ends the one used longest ago. */
+    sessionsPerUser: number;
   };
   /** The HTTP server's bounds on connections and on slow clients, and on how long a shutdown may drain. */
   http: {
@@ -72,6 +77,11 @@ export interface Config {
    * opens (`PASSWORD_RESET_URL`, the token appended; unset, the command prints the bare token).
    */
   passwordReset: { smtp: SmtpSettings | undefined; url: string | undefined };
+  /**
+   * The pages an e-mail change's two links open, the token appended (`EMAIL_CONFIRM_URL`,
+   * `EMAIL_REVERT_URL`); unset, a message carries the bare token and the API call that takes it.
+   */
+  emailChange: { confirmUrl: string | undefined; revertUrl: string | undefined };
 }
 
 /** The mail server of `SMTP_URL`. The URL may hold a user and password: never logged nor shown. */
@@ -297,7 +307,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env.LOG_LEVEL || 'info',
     logFormat: logFormat(env.LOG_FORMAT),
     bcryptRounds: integer(env, 'BCRYPT_ROUNDS', 10, 4, 15),
-    rateLimits: { auth: integer(env, 'AUTH_RATE_LIMIT', 10, 0, 1_000_000), api: integer(env, 'API_RATE_LIMIT', 600, 0, 1_000_000) },
+    rateLimits: {
+      auth: integer(env, 'AUTH_RATE_LIMIT', 10, 0, 1_000_000),
+      api: integer(env, 'API_RATE_LIMIT', 600, 0, 1_000_000),
+      cdn: integer(env, 'CDN_RATE_LIMIT', 1_200, 0, 1_000_000),
+    },
     trustProxy: proxyHops(env.TRUST_PROXY),
     limits: {
       feedsPerProject: integer(env, 'MAX_FEEDS_PER_PROJECT', 100, 1, 100_000),
@@ -306,6 +320,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       projectsPerUser: integer(env, 'MAX_PROJECTS_PER_USER', 100, 1, 100_000),
       apiTokensPerUser: integer(env, 'MAX_API_TOKENS_PER_USER', 50, 1, 100_000),
       streamsPerUser: integer(env, 'MAX_STREAMS_PER_USER', 20, 1, 10_000),
+      sessionsPerUser: integer(env, 'MAX_SESSIONS_PER_USER', 100, 1, 100_000),
     },
     http: httpSettings(env),
     live: { heartbeatMs: integer(env, 'LIVE_HEARTBEAT_MS', 15_000, 100, 600_000) },
@@ -327,5 +342,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       portalReturnUrl: pageUrl(env, 'STRIPE_PORTAL_RETURN_URL'),
     },
     passwordReset: passwordReset(env),
+    emailChange: { confirmUrl: pageUrl(env, 'EMAIL_CONFIRM_URL'), revertUrl: pageUrl(env, 'EMAIL_REVERT_URL') },
   };
 }

@@ -188,6 +188,13 @@ export class OwnsProjects extends ApiError {
   }
 }
 
+/** An e-mail change's token (confirm or undo) that is unknown, used, replaced by a newer one, or expired. */
+export class InvalidEmailToken extends ApiError {
+  constructor() {
+    super(400, 'invalid_email_token', "The e-mail link's token is unknown, used, replaced by a newer one or expired.");
+  }
+}
+
 /** A password reset token that is unknown, used, replaced by a newer one, or expired. */
 export class InvalidResetToken extends ApiError {
   constructor() {

@@ -64,7 +64,15 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       drain.track(res);
       void app(req, res);
     });
-    if (db.kind === 'embedded') cleanups.push((await startOperatorChannel(db, config.dataDir, logger, config.passwordReset.url)).close);
+    if (db.kind === 'embedded')
+      cleanups.push(
+        (
+          await startOperatorChannel(db, config.dataDir, logger, {
+            passwordResetUrl: config.passwordReset.url,
+            emailConfirmUrl: config.emailChange.confirmUrl,
+          })
+        ).close,
+      );
     await listen(server, config.port, config.host);
     // Drained first (cleanups run in reverse), while the database still serves what is in flight.
     cleanups.push(async () => {

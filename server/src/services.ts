@@ -6,11 +6,13 @@ import { Accounts } from './domain/accounts.js';
 import { EventPublisher } from './domain/events.js';
 import { DatabaseIconRows } from './domain/icons.js';
 import { notifyThrough } from './domain/notifications.js';
+import { EmailChanges } from './domain/email-change.js';
 import { PasswordResets } from './domain/password-reset.js';
 import { viewersStillAllowed } from './domain/stream-access.js';
 import { RateLimits } from './http/rate-limit.js';
 import { LocalBus, PostgresBus, type BusMessage, type EventBus } from './live/bus.js';
 import { LiveStreams } from './live/streams.js';
+import { MailOutbox } from './mail/outbox.js';
 import { smtpMailer } from './mail/smtp.js';
 import { Maintenance } from './maintenance/prune.js';
 import { IconStore } from './storage/icons.js';
@@ -31,6 +33,8 @@ export interface Services {
   live: LiveStreams;
   /** Password reset requests and confirmations; mail goes out after the answer. */
   passwordResets: PasswordResets;
+  /** E-mail changes: request, confirm, undo; mail goes out after the answer. */
+  emailChanges: EmailChanges;
   /** Why the embedded database has stopped for good, once it has (a PANIC, as on a full disk): health answers 503 then. */
   databaseFailure(): string | undefined;
   /** Tells every instance about a committed change (new event, removed member, deleted project); never fails the request. */
@@ -56,22 +60,19 @@ export async function createServices(config: Config, logger: Logger, db: Databas
     maxBufferedBytes: 1024 * 1024,
     maxStreamsPerUser: config.limits.streamsPerUser,
   });
+  const outbox = new MailOutbox(config.passwordReset.smtp && smtpMailer(config.passwordReset.smtp), logger);
   const services: Services = {
     config,
     logger,
-    accounts: new Accounts(config.bcryptRounds),
+    accounts: new Accounts(config.bcryptRounds, config.limits.sessionsPerUser),
     events: new EventPublisher(),
     icons: new IconStore(new DatabaseIconRows(() => db.orm.em.fork()), () => config.cdnUrl ?? `${publicUrl()}/cdn`, {
       bucket: config.icons.store === 's3' ? await S3Bucket.open(config.icons.s3, logger) : undefined,
     }),
     billing: await createBilling(config.stripe, logger),
     live,
-    passwordResets: new PasswordResets(
-      db.orm,
-      { bcryptRounds: config.bcryptRounds, linkBase: config.passwordReset.url },
-      config.passwordReset.smtp && smtpMailer(config.passwordReset.smtp),
-      logger,
-    ),
+    passwordResets: new PasswordResets(db.orm, { bcryptRounds: config.bcryptRounds, linkBase: config.passwordReset.url }, outbox, logger),
+    emailChanges: new EmailChanges(outbox, config.emailChange, logger),
     databaseFailure: () => db.failed(),
     announce(message) {
       bus
@@ -87,7 +88,7 @@ export async function createServices(config: Config, logger: Logger, db: Databas
     rateLimits,
     close: async () => {
       await maintenance.stop();
-      await services.passwordResets.close();
+      await outbox.close();
       live.close();
       await bus.close();
     },

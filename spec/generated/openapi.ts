@@ -63,6 +63,56 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/auth/email-confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm an e-mail change
+         * @description Extension: makes the e-mail change whose token this is (`emc_…`, from the link mailed to the
+         *     new address; valid 1 hour, once). The account's address becomes the new one, every password
+         *     reset link of the account is void, and the old address is told, with a link (`emr_…`, valid 7
+         *     days) to undo the change with `POST /v1/auth/email-revert`. An unknown, used, replaced or
+         *     expired token is 400 `invalid_email_token`; an address another account has taken meanwhile is
+         *     409 `email_taken`; neither changes anything.
+         */
+        post: operations["confirmEmailChange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/email-revert": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Undo an e-mail change
+         * @description Extension: undoes an e-mail change with the token mailed to the old address (`emr_…`, valid 7
+         *     days, once): the address the change replaced comes back, every session of the account ends,
+         *     and every password reset link and pending e-mail change is void. This is the owner's way back
+         *     when someone else changed the address: the next step is a password reset or a login, and a
+         *     look at the account's API tokens. An unknown, used or expired token is 400
+         *     `invalid_email_token`; an old address another account has taken since is 409 `email_taken`.
+         */
+        post: operations["revertEmailChange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/auth/login": {
         parameters: {
             query?: never;
@@ -776,14 +826,45 @@ export interface paths {
         head?: never;
         /**
          * Update the current user
-         * @description Extension: changes the caller's username, email address or icon; fields left out are kept, and
-         *     an empty body changes nothing. The rules are sign-up's: 409 `username_taken` or `email_taken`
-         *     (without regard to case; of two callers racing for one name, one gets it). The icon follows a
-         *     project icon's rules and is shown as `icon` in `GET /v1/users/me` and as the caller's `icon`
-         *     among the members of every project; a refused icon changes nothing. API tokens may call it as
-         *     well as sessions.
+         * @description Extension: changes the caller's username or icon; fields left out are kept, and an empty body
+         *     changes nothing. The username follows sign-up's rules: 409 `username_taken` (without regard to
+         *     case; of two callers racing for one name, one gets it). The icon follows a project icon's rules
+         *     and is shown as `icon` in `GET /v1/users/me` and as the caller's `icon` among the members of
+         *     every project; a refused icon changes nothing. API tokens may call it as well as sessions: a
+         *     username or an icon opens nothing (signing in still needs the password). The e-mail address,
+         *     which a password reset link goes to, is not changed here but with `PUT /v1/users/me/email`.
          */
         patch: operations["updateCurrentUser"];
+        trace?: never;
+    };
+    "/v1/users/me/email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Change the e-mail address
+         * @description Extension: asks to change the caller's e-mail address (the address password reset links go
+         *     to). Session token only, with the account's password: a wrong one is 401
+         *     `invalid_credentials` and changes nothing; every attempt counts against the sign-in rate limit
+         *     of the client's address (`AUTH_RATE_LIMIT`), as logins do.
+         *
+         *     Nothing changes yet: the new address gets a link with a one-time token (`emc_…`, valid 1 hour)
+         *     for `POST /v1/auth/email-confirm`, which makes the change. A new request replaces the earlier
+         *     pending one. The answer is 202 with the same body whether or not another account has the
+         *     address, so it tells nobody which addresses have accounts; a taken address fails only at the
+         *     confirmation. A deployment that sends no mail leaves the link to its operator
+         *     (`user email-link <username>`).
+         */
+        put: operations["changeEmail"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/users/me/invites": {
@@ -820,8 +901,10 @@ export interface paths {
          * @description Extension: changes the caller's password. Session token only. A wrong `current_password` is
          *     401 `invalid_credentials` and changes nothing. Every attempt counts against the sign-in rate
          *     limit of the client's address (`AUTH_RATE_LIMIT`), as logins do, so guesses are as slow here as
-         *     there. Once changed, every other session of the user has ended (the calling one goes on); API
-         *     tokens are kept. `new_password` follows the sign-up rules: 8–72 bytes in UTF-8.
+         *     there. Once changed, every other session of the user has ended (the calling one goes on), a
+         *     login that checked the old password opens no session, and every password reset link and
+         *     pending e-mail change of the user is void; API tokens are kept. `new_password` follows the
+         *     sign-up rules: 8–72 bytes in UTF-8.
          */
         put: operations["changePassword"];
         post?: never;
@@ -924,6 +1007,15 @@ export interface components {
             /** @description When it happened in the publisher's product; defaults to the time of publication. */
             timestamp?: components["schemas"]["Timestamp"];
         };
+        ChangeEmailRequest: {
+            /** @description The account's password, asked again: an e-mail address is how an account is recovered. */
+            current_password: string;
+            /**
+             * Format: email
+             * @description The new address: syntactically valid, at most 254 characters.
+             */
+            email: string;
+        };
         ChangePasswordRequest: {
             current_password: string;
             /** @description 8–72 bytes in UTF-8, as at sign-up. */
@@ -1014,6 +1106,20 @@ export interface components {
         DeleteAccountRequest: {
             password: string;
         };
+        /** @description The same whether or not another account has the address. */
+        EmailChangeNotice: {
+            message: string;
+        };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        EmailChangeNoticeEnvelope: {
+            data: components["schemas"]["EmailChangeNotice"];
+            /** @enum {boolean} */
+            success: true;
+        };
+        EmailTokenRequest: {
+            /** @description The token at the end of the e-mailed link (`emc_…` to confirm, `emr_…` to undo). */
+            token: string;
+        };
         ErrorBody: {
             code: components["schemas"]["ErrorCode"];
             /**
@@ -1027,7 +1133,7 @@ export interface components {
          * @description The closed list of error codes. Clients may branch on `code`; `message` is for people and may change.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "invalid_invite" | "unauthenticated" | "invalid_credentials" | "already_authenticated" | "session_required" | "not_owner" | "forbidden" | "not_found" | "method_not_allowed" | "namespace_taken" | "username_taken" | "email_taken" | "already_member" | "already_invited" | "owner_cannot_leave" | "feed_name_taken" | "last_feed" | "limit_reached" | "idempotency_in_progress" | "owns_projects" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "too_many_streams" | "internal" | "billing_unavailable" | "unavailable" | "already_subscribed" | "no_subscription" | "invalid_reset_token";
+        ErrorCode: "invalid_request" | "invalid_invite" | "unauthenticated" | "invalid_credentials" | "already_authenticated" | "session_required" | "not_owner" | "forbidden" | "not_found" | "method_not_allowed" | "namespace_taken" | "username_taken" | "email_taken" | "already_member" | "already_invited" | "owner_cannot_leave" | "feed_name_taken" | "last_feed" | "limit_reached" | "idempotency_in_progress" | "owns_projects" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "too_many_streams" | "internal" | "billing_unavailable" | "unavailable" | "already_subscribed" | "no_subscription" | "invalid_reset_token" | "invalid_email_token";
         /** @description One validation problem. */
         ErrorDetail: {
             message: string;
@@ -1491,13 +1597,11 @@ export interface components {
             /** @description A new namespace takes effect at once; the old one then answers 404. */
             namespace?: components["schemas"]["Namespace"];
         };
-        /** @description Changes to the caller's own account; a field left out stays as it is. */
+        /**
+         * @description Changes to the caller's own account; a field left out stays as it is. The e-mail address is not
+         *     among them: it is changed with `PUT /v1/users/me/email`, which proves itself.
+         */
         UpdateUserRequest: {
-            /**
-             * Format: email
-             * @description A syntactically valid address, unique without regard to case (409 `email_taken`).
-             */
-            email?: string;
             /**
              * @description A PNG as a `data:image/png;base64,` URL, within a project icon's limits (a real PNG, at most
              *     256 KiB decoded and 1024×1024 px), or null to remove the icon.
@@ -1774,6 +1878,184 @@ export interface operations {
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    confirmEmailChange: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmailTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description 204: done; no body. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_email_token`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 413 `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 415 `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    revertEmailChange: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmailTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description 204: done; no body. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_email_token`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 413 `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 415 `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6254,6 +6536,107 @@ export interface operations {
             };
             /** @description 422 `idempotency_key_reused`. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    changeEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChangeEmailRequest"];
+            };
+        };
+        responses: {
+            /** @description 202: the change waits for the link sent to the new address. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmailChangeNoticeEnvelope"];
+                };
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 413 `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 415 `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -122,3 +122,12 @@ export function operatorInviteCode(env: NodeJS.ProcessEnv, uses = 10): Promise<s
     });
   });
 }
+
+/** `npm run user -- …` in the repository, as an operator types it: its exit code and output. */
+export function npmRunUser(env: NodeJS.ProcessEnv, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile('npm', ['run', '--silent', 'user', '--', ...args], { cwd: repositoryRoot, env, timeout: 90_000 }, (error, stdout, stderr) => {
+      resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr });
+    });
+  });
+}

@@ -50,6 +50,34 @@ export interface MetaResource {
 
 export interface AuthResource {
   /**
+   * Confirm an e-mail change.
+   *
+   * Extension: makes the e-mail change whose token this is (`emc_…`, from the link mailed to the
+   * new address; valid 1 hour, once). The account's address becomes the new one, every password
+   * reset link of the account is void, and the old address is told, with a link (`emr_…`, valid 7
+   * days) to undo the change with `POST /v1/auth/email-revert`. An unknown, used, replaced or
+   * expired token is 400 `invalid_email_token`; an address another account has taken meanwhile is
+   * 409 `email_taken`; neither changes anything.
+   *
+   * `POST /v1/auth/email-confirm`
+   */
+  confirmEmailChange(body: Body<'confirmEmailChange'>, options?: RequestOptions): Promise<Data<'confirmEmailChange'>>;
+
+  /**
+   * Undo an e-mail change.
+   *
+   * Extension: undoes an e-mail change with the token mailed to the old address (`emr_…`, valid 7
+   * days, once): the address the change replaced comes back, every session of the account ends,
+   * and every password reset link and pending e-mail change is void. This is the owner's way back
+   * when someone else changed the address: the next step is a password reset or a login, and a
+   * look at the account's API tokens. An unknown, used or expired token is 400
+   * `invalid_email_token`; an old address another account has taken since is 409 `email_taken`.
+   *
+   * `POST /v1/auth/email-revert`
+   */
+  revertEmailChange(body: Body<'revertEmailChange'>, options?: RequestOptions): Promise<Data<'revertEmailChange'>>;
+
+  /**
    * Log in.
    *
    * Extension: signs in with a username or email address and a password, and opens a new session.
@@ -471,12 +499,13 @@ export interface UsersResource {
   /**
    * Update the current user.
    *
-   * Extension: changes the caller's username, email address or icon; fields left out are kept, and
-   * an empty body changes nothing. The rules are sign-up's: 409 `username_taken` or `email_taken`
-   * (without regard to case; of two callers racing for one name, one gets it). The icon follows a
-   * project icon's rules and is shown as `icon` in `GET /v1/users/me` and as the caller's `icon`
-   * among the members of every project; a refused icon changes nothing. API tokens may call it as
-   * well as sessions.
+   * Extension: changes the caller's username or icon; fields left out are kept, and an empty body
+   * changes nothing. The username follows sign-up's rules: 409 `username_taken` (without regard to
+   * case; of two callers racing for one name, one gets it). The icon follows a project icon's rules
+   * and is shown as `icon` in `GET /v1/users/me` and as the caller's `icon` among the members of
+   * every project; a refused icon changes nothing. API tokens may call it as well as sessions: a
+   * username or an icon opens nothing (signing in still needs the password). The e-mail address,
+   * which a password reset link goes to, is not changed here but with `PUT /v1/users/me/email`.
    *
    * `PATCH /v1/users/me`
    */
@@ -504,6 +533,25 @@ export interface UsersResource {
   deleteMe(body: Body<'deleteCurrentUser'>, options?: RequestOptions): Promise<Data<'deleteCurrentUser'>>;
 
   /**
+   * Change the e-mail address.
+   *
+   * Extension: asks to change the caller's e-mail address (the address password reset links go
+   * to). Session token only, with the account's password: a wrong one is 401
+   * `invalid_credentials` and changes nothing; every attempt counts against the sign-in rate limit
+   * of the client's address (`AUTH_RATE_LIMIT`), as logins do.
+   *
+   * Nothing changes yet: the new address gets a link with a one-time token (`emc_…`, valid 1 hour)
+   * for `POST /v1/auth/email-confirm`, which makes the change. A new request replaces the earlier
+   * pending one. The answer is 202 with the same body whether or not another account has the
+   * address, so it tells nobody which addresses have accounts; a taken address fails only at the
+   * confirmation. A deployment that sends no mail leaves the link to its operator
+   * (`user email-link <username>`).
+   *
+   * `PUT /v1/users/me/email`
+   */
+  changeEmail(body: Body<'changeEmail'>, options?: RequestOptions): Promise<Data<'changeEmail'>>;
+
+  /**
    * Invites received.
    *
    * Extension: the invites waiting for the caller, newest first; accept one with
@@ -519,8 +567,10 @@ export interface UsersResource {
    * Extension: changes the caller's password. Session token only. A wrong `current_password` is
    * 401 `invalid_credentials` and changes nothing. Every attempt counts against the sign-in rate
    * limit of the client's address (`AUTH_RATE_LIMIT`), as logins do, so guesses are as slow here as
-   * there. Once changed, every other session of the user has ended (the calling one goes on); API
-   * tokens are kept. `new_password` follows the sign-up rules: 8–72 bytes in UTF-8.
+   * there. Once changed, every other session of the user has ended (the calling one goes on), a
+   * login that checked the old password opens no session, and every password reset link and
+   * pending e-mail change of the user is void; API tokens are kept. `new_password` follows the
+   * sign-up rules: 8–72 bytes in UTF-8.
    *
    * `PUT /v1/users/me/password`
    */
@@ -588,6 +638,10 @@ export class Resources {
         caller.call({ method: 'GET', path: '/v1/openapi.json', envelope: false }, {}, options),
     };
     this.auth = {
+      confirmEmailChange: (body, options) =>
+        caller.call({ method: 'POST', path: '/v1/auth/email-confirm' }, { body }, options),
+      revertEmailChange: (body, options) =>
+        caller.call({ method: 'POST', path: '/v1/auth/email-revert' }, { body }, options),
       login: (body, options) =>
         caller.call({ method: 'POST', path: '/v1/auth/login' }, { body }, options),
       logout: (options) =>
@@ -686,6 +740,8 @@ export class Resources {
         caller.call({ method: 'PATCH', path: '/v1/users/me', idempotencyKey: true }, { body }, options),
       deleteMe: (body, options) =>
         caller.call({ method: 'DELETE', path: '/v1/users/me' }, { body }, options),
+      changeEmail: (body, options) =>
+        caller.call({ method: 'PUT', path: '/v1/users/me/email' }, { body }, options),
       listReceivedInvites: (query, options) =>
         caller.paginate({ method: 'GET', path: '/v1/users/me/invites' }, { query }, options),
       changePassword: (body, options) =>

@@ -1,12 +1,18 @@
 /**
- * Accounts: sign-up with an invite code, login, and the owner's own changes (username, email
- * address, icon, password). Passwords are hashed with bcrypt before any transaction opens, so a
- * slow hash never holds a database connection, and on a worker thread (passwords.ts), so it never
- * holds the event loop either.
+ * Accounts: sign-up with an invite code, login, and the owner's own changes (username, icon,
+ * password; the e-mail address is email-change.ts's). Passwords are hashed with bcrypt before any
+ * transaction opens, so a slow hash never holds a database connection, and on a worker thread
+ * (passwords.ts), so it never holds the event loop either.
+ *
+ * A password is checked outside any transaction, and what it opens is written under the user's
+ * row lock only if the hash checked is still the user's: a login that read the old password while
+ * a change or a reset committed opens no session.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { User } from '../db/entities.js';
-import { deleteOtherSessions } from '../db/queries/credentials.js';
+import { deleteOtherSessions, endSessionsPastCap, lockUserWithPassword } from '../db/queries/credentials.js';
+import { voidEmailChange } from '../db/queries/email-changes.js';
+import { voidResetTokens } from '../db/queries/password-resets.js';
 import { findUserByEmail } from '../db/queries/users.js';
 import { InvalidInvite, InvalidRequest, Unauthenticated } from '../errors.js';
 import type { IconStore } from '../storage/icons.js';
@@ -29,32 +35,30 @@ export function refuseLongPassword(password: string, path: string): void {
 }
 
 /** The unique constraints an account's username and email address must pass, and the 409 each is. */
-const ACCOUNT_TAKEN = {
+export const ACCOUNT_TAKEN = {
   users_username_unique: ['username_taken', 'This username is taken.'],
   users_email_lower_unique: ['email_taken', 'An account with this email address exists.'],
 } as const satisfies Parameters<typeof conflictOn>[1];
 
 export interface AccountChanges {
   username?: string | undefined;
-  email?: string | undefined;
   /** A new icon as a data URL, or null to remove it. */
   icon?: string | null | undefined;
 }
 
 /**
- * Changes the user's own username, email address or icon; what `changes` leaves out is kept. The
- * database's unique constraints settle a race for a name or an address (one winner, the other 409).
+ * Changes the user's own username or icon; what `changes` leaves out is kept. The database's
+ * unique constraint settles a race for a name (one winner, the other 409).
  * A refused icon is refused before anything is written; an accepted one is stored after the flush
  * that could still refuse the change, in the same transaction, so a refused change stores none.
  */
 export async function updateAccount(em: EntityManager, icons: IconStore, user: User, changes: AccountChanges): Promise<User> {
-  const icon = typeof changes.icon === 'string' ? await icons.parse(changes.icon, 'update', '/body/icon') : undefined;
+  const icon = typeof changes.icon === 'string' ? await icons.parse(changes.icon, 'update', '/body/icon', user.id) : undefined;
   const update = () =>
     transaction(em, async (tx) => {
       await lockUser(tx, user.id);
       const current = await tx.findOneOrFail(User, { id: user.id }, { refresh: true });
       if (changes.username !== undefined) current.username = changes.username.toLowerCase();
-      if (changes.email !== undefined) current.email = changes.email;
       if (changes.icon !== undefined) current.icon = icon?.sha256 ?? null;
       await tx.flush();
       if (icon) await icons.save(tx, icon);
@@ -77,7 +81,11 @@ export class Accounts {
    */
   private readonly decoyHash: Promise<string>;
 
-  constructor(private readonly bcryptRounds: number) {
+  constructor(
+    private readonly bcryptRounds: number,
+    /** Sessions a user holds at once (`MAX_SESSIONS_PER_USER`): a login past it ends the one used longest ago. */
+    private readonly sessionsPerUser: number,
+  ) {
     this.decoyHash = hashPassword('decoy password, never a real one', bcryptRounds);
     this.decoyHash.catch(() => undefined); // a failure surfaces at the login that needs it
   }
@@ -105,10 +113,15 @@ export class Accounts {
     // the same one compare, so its answer and timing tell nothing.
     const tooLong = Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES;
     const matches = await comparePassword(password, user && !tooLong ? user.passwordHash : await this.decoyHash);
-    if (!user || tooLong || !matches) throw new Unauthenticated('invalid_credentials', 'Unknown user or wrong password.');
-    const { session, token } = openSession(em, user, device);
-    await em.flush();
-    return { user, session, token };
+    const refused = () => new Unauthenticated('invalid_credentials', 'Unknown user or wrong password.');
+    if (!user || tooLong || !matches) throw refused();
+    return transaction(em, async (tx) => {
+      if (!(await lockUserWithPassword(tx, user.id, user.passwordHash))) throw refused(); // changed or reset since it was read
+      const { session, token } = openSession(tx, user, device);
+      await tx.flush();
+      const ended = await endSessionsPastCap(tx, user.id, this.sessionsPerUser);
+      return { user, session, token, ended };
+    });
   }
 
   /**
@@ -124,10 +137,10 @@ export class Accounts {
 
   /**
    * Replaces the user's password when `current` is the password it has, then ends every session of
-   * the user but `keepSessionId` (API tokens stay), and answers the ids of the sessions ended. A
-   * wrong `current` is 401 `invalid_credentials` and changes nothing. The new hash is written only
-   * over the hash `current` was checked against: of two changes racing from one password, one wins
-   * and the other is refused as a wrong password.
+   * the user but `keepSessionId` (API tokens stay), voids its reset link and pending e-mail change,
+   * and answers the ids of the sessions ended. A wrong `current` is 401 `invalid_credentials` and
+   * changes nothing. The new hash is written only over the hash `current` was checked against: of
+   * two changes racing from one password, one wins and the other is refused as a wrong password.
    */
   async changePassword(em: EntityManager, user: User, keepSessionId: string, current: string, next: string): Promise<string[]> {
     refuseLongPassword(next, '/body/new_password');
@@ -137,6 +150,8 @@ export class Accounts {
     return transaction(em, async (tx) => {
       const changed = await tx.nativeUpdate(User, { id: user.id, passwordHash: checkedHash }, { passwordHash, updatedAt: new Date() });
       if (changed === 0) throw new Unauthenticated('invalid_credentials', 'Wrong password.');
+      await voidResetTokens(tx, user.id);
+      await voidEmailChange(tx, user.id);
       return deleteOtherSessions(tx, user.id, keepSessionId);
     });
   }

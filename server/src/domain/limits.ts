@@ -8,7 +8,8 @@ import { LimitReached } from '../errors.js';
 
 export type Limits = Config['limits'];
 
-type Cap = Exclude<keyof Limits, 'streamsPerUser'>;
+/** Streams are refused by the live stream itself; sessions past the cap end the oldest, never refuse a login. */
+type Cap = Exclude<keyof Limits, 'streamsPerUser' | 'sessionsPerUser'>;
 
 /** The setting each cap is read from, named in the refusal. */
 const SETTINGS: Record<Cap, string> = {

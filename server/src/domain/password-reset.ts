@@ -6,15 +6,17 @@
  *
  * A reset token is `rst_` and 256 random bits, kept as its SHA-256 only, good for 1 hour and once.
  * A user has at most one: a new one (asked for, or made by the operator's `reset-link`) replaces
- * the earlier one. Using it sets the password and ends every session of the user; API tokens stay,
- * as they do when a password is changed.
+ * the earlier one, and a password or e-mail change voids it. Using it sets the password, ends every
+ * session of the user and voids a pending e-mail change; API tokens stay, as they do when a
+ * password is changed.
  */
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { User } from '../db/entities.js';
+import { voidEmailChange } from '../db/queries/email-changes.js';
 import { deleteSessionsOf, issueResetToken, setPasswordHash, takeResetToken } from '../db/queries/password-resets.js';
-import { findUserByEmail } from '../db/queries/users.js';
+import { findUserByEmail, findUserIdByUsername } from '../db/queries/users.js';
 import { InvalidResetToken } from '../errors.js';
 import type { Logger } from '../logger.js';
+import type { MailOutbox } from '../mail/outbox.js';
 import type { Mailer } from '../mail/smtp.js';
 import { refuseLongPassword } from './accounts.js';
 import { hashSecret, mintSecret } from './credentials.js';
@@ -23,12 +25,6 @@ import { transaction } from './transaction.js';
 
 export const RESET_TOKEN_TTL_MS = 60 * 60 * 1000;
 const RESET_TOKEN_PREFIX = 'rst_';
-/**
- * Requests whose work is still running, at most. Each is bounded in time by the mail timeouts; past
- * this many (a mail server stalling under a flood from many addresses) further ones are dropped and
- * logged, rather than held in memory without bound.
- */
-const MAX_PENDING = 100;
 
 /** What every request is told, whether or not an account has the address. */
 export const RESET_REQUESTED_MESSAGE = 'If an account has this email address, a link to reset its password is on its way to it.';
@@ -50,39 +46,24 @@ async function issueToken(em: EntityManager, userId: string): Promise<string> {
 
 /** The operator's `reset-link <username>`: a link with a new token for that user; UnknownUserError when there is none. */
 export async function operatorResetLink(em: EntityManager, username: string, baseUrl: string | undefined): Promise<string> {
-  const user = await em.findOne(User, { username: username.toLowerCase() }, { fields: ['id'] });
-  if (!user) throw new UnknownUserError(`no user with the username "${username}"`);
-  return resetLink(baseUrl, await issueToken(em, user.id));
+  const userId = await findUserIdByUsername(em, username.toLowerCase());
+  if (!userId) throw new UnknownUserError(`no user with the username "${username}"`);
+  return resetLink(baseUrl, await issueToken(em, userId));
 }
 
 export class PasswordResets {
-  private readonly pending = new Set<Promise<void>>();
-
   constructor(
     private readonly orm: MikroORM,
     private readonly settings: { bcryptRounds: number; linkBase: string | undefined },
-    private readonly mailer: Mailer | undefined,
+    private readonly outbox: MailOutbox,
     private readonly logger: Logger,
   ) {}
 
   /** Starts the work of a reset request for `email` and returns at once; never fails. */
   request(email: string): void {
-    if (!this.mailer) {
-      this.logger.info('password reset asked for; SMTP_URL is unset, so no mail is sent');
-      return;
+    if (!this.outbox.post('password reset', (mailer) => this.mail(mailer, email.toLowerCase()))) {
+      this.logger.info('password reset asked for; no mail sent (SMTP_URL unset, or too many still being sent)');
     }
-    if (this.pending.size >= MAX_PENDING) {
-      this.logger.warn({ pending: this.pending.size }, 'password reset request dropped: too many still being sent');
-      return;
-    }
-    const work: Promise<void> = this.mail(this.mailer, email.toLowerCase())
-      .catch((err: unknown) => {
-        // The error's message may quote the address; its kind and codes say what went wrong.
-        const { name, code, responseCode } = err as { name?: unknown; code?: unknown; responseCode?: unknown };
-        this.logger.warn({ err: { type: name, code, responseCode } }, 'password reset mail not sent');
-      })
-      .finally(() => this.pending.delete(work));
-    this.pending.add(work);
   }
 
   private async mail(mailer: Mailer, email: string): Promise<void> {
@@ -114,13 +95,8 @@ export class PasswordResets {
       const userId = await takeResetToken(tx, hashSecret(token));
       if (userId === undefined) throw new InvalidResetToken();
       await setPasswordHash(tx, userId, passwordHash);
+      await voidEmailChange(tx, userId);
       return deleteSessionsOf(tx, userId);
     });
-  }
-
-  /** Waits for the requests still being worked on (each bounded by the mail timeouts), then closes the mailer. */
-  async close(): Promise<void> {
-    await Promise.allSettled([...this.pending]);
-    this.mailer?.close();
   }
 }

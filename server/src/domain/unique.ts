@@ -8,15 +8,22 @@ import { Conflict } from '../errors.js';
 
 type ConflictCode = ConstructorParameters<typeof Conflict>[0];
 
+/**
+ * The unique constraint `error` violates, if it is a unique violation: MikroORM's exception for
+ * the unit of work, the driver's error (SQLSTATE 23505) for a hand-written statement.
+ */
+function violatedUnique(error: unknown): string | undefined {
+  const { code, constraint } = (error ?? {}) as { code?: unknown; constraint?: unknown };
+  const unique = error instanceof UniqueConstraintViolationException || code === '23505';
+  return unique && typeof constraint === 'string' ? constraint : undefined;
+}
+
 export async function conflictOn<T>(work: () => Promise<T>, byConstraint: Record<string, [ConflictCode, string]>): Promise<T> {
   try {
     return await work();
   } catch (error) {
-    if (error instanceof UniqueConstraintViolationException) {
-      const constraint = (error as { constraint?: string }).constraint ?? '';
-      const conflict = byConstraint[constraint];
-      if (conflict) throw new Conflict(...conflict);
-    }
+    const conflict = byConstraint[violatedUnique(error) ?? ''];
+    if (conflict) throw new Conflict(...conflict);
     throw error;
   }
 }

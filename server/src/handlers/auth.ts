@@ -20,6 +20,7 @@ export const signup: Handler<'signup'> = async ({ body, authorization, device, e
 
 export const login: Handler<'login'> = async ({ body, device, em, services }) => {
   const grant = await services.accounts.login(em, body.login, body.password, device);
+  for (const credentialId of grant.ended) services.announce({ kind: 'credential-ended', credentialId }); // past MAX_SESSIONS_PER_USER
   return { status: 201, data: presentSessionGrant(grant, services.icons) };
 };
 

@@ -2,7 +2,15 @@
 import type { Handlers } from '../http/handler-types.js';
 import { createApiToken, deleteApiToken, listApiTokens, login, logout, signup } from './auth.js';
 import { getHealth, getOpenApi, getReadiness, getRoot } from './meta.js';
-import { changePassword, deleteCurrentUser, getCurrentUser, updateCurrentUser } from './users.js';
+import {
+  changeEmail,
+  changePassword,
+  confirmEmailChange,
+  deleteCurrentUser,
+  getCurrentUser,
+  revertEmailChange,
+  updateCurrentUser,
+} from './users.js';
 import { listActivity } from './activity.js';
 import { createCheckoutSession, createPortalSession, stripeWebhook } from './billing.js';
 import { listEvents, publishEvent, publishEvents, streamEvents } from './events.js';
@@ -61,4 +69,7 @@ export const handlers: Handlers = {
   changePassword,
   listSessions,
   deleteSession,
+  changeEmail,
+  confirmEmailChange,
+  revertEmailChange,
 };

@@ -1,6 +1,7 @@
 import type { Handler } from '../http/handler-types.js';
 import { deleteAccount } from '../domain/account-deletion.js';
 import { updateAccount } from '../domain/accounts.js';
+import { EMAIL_CHANGE_REQUESTED_MESSAGE } from '../domain/email-change.js';
 import { presentUser } from '../presenters/account.js';
 
 export const getCurrentUser: Handler<'getCurrentUser'> = async ({ caller, services }) => ({
@@ -11,6 +12,23 @@ export const getCurrentUser: Handler<'getCurrentUser'> = async ({ caller, servic
 export const updateCurrentUser: Handler<'updateCurrentUser'> = async ({ body, caller, em, services }) => {
   const user = await updateAccount(em, services.icons, caller.user, body);
   return { status: 200, data: presentUser(user, services.icons) };
+};
+
+export const changeEmail: Handler<'changeEmail'> = async ({ body, caller, em, services }) => {
+  await services.accounts.confirmPassword(caller.user, body.current_password);
+  await services.emailChanges.request(em, caller.user, body.email);
+  return { status: 202, data: { message: EMAIL_CHANGE_REQUESTED_MESSAGE } };
+};
+
+export const confirmEmailChange: Handler<'confirmEmailChange'> = async ({ body, em, services }) => {
+  await services.emailChanges.confirm(em, body.token);
+  return { status: 204 };
+};
+
+export const revertEmailChange: Handler<'revertEmailChange'> = async ({ body, em, services }) => {
+  const ended = await services.emailChanges.revert(em, body.token);
+  for (const credentialId of ended) services.announce({ kind: 'credential-ended', credentialId }); // their event streams end at once
+  return { status: 204 };
 };
 
 export const changePassword: Handler<'changePassword'> = async ({ body, caller, em, services }) => {

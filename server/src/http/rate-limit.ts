@@ -1,15 +1,19 @@
 /**
- * Rate limits (rate-limiter-flexible). Sign-up, login, the password reset's two steps, and every
- * request that asks for the account's password (a password change, an account's deletion) count
- * per client address, in one bucket. Every other route counts per caller: a credential that
- * resolved, by what it is (the session's or API token's id, so one token however its header is
- * spelled is one bucket), and a request without one that resolved (none, malformed, unknown,
+ * Rate limits (rate-limiter-flexible). Sign-up, login, the password reset's two steps, the e-mail
+ * change's confirm and undo, and every request that asks for the account's password (a password or
+ * e-mail change, an account's deletion) count per client address, in one bucket. Every other route
+ * counts per caller: a credential that resolved, by the user it acts for (all of a user's sessions
+ * and API tokens share one bucket, so a second login or a fiftieth token buys no more requests),
+ * and a request without one that resolved (none, malformed, unknown,
  * expired; and every request to a public route, whose credential dispatch does not resolve) by its
  * client address, so made-up tokens share their sender's bucket and no counter is ever keyed by
  * what a client wrote. Counters live in PostgreSQL when there is a server, so every instance
  * shares them, and in memory with the
  * embedded database (one process). Every limited answer carries `RateLimit-Limit`,
  * `RateLimit-Remaining` and `RateLimit-Reset`.
+ *
+ * `/cdn` answers count apart, per client address (`CDN_RATE_LIMIT`): they need no credential, and
+ * each can be an icon of up to 256 KiB read from the store.
  *
  * The client address is Koa's `ctx.ip`: the socket's peer, or with TRUST_PROXY = n the n-th
  * `X-Forwarded-For` entry from the right, the right-most one no trusted proxy added (app.ts).
@@ -24,7 +28,17 @@ import type { Caller } from '../domain/credentials.js';
 import { TooManyRequests } from '../errors.js';
 
 /** Operations that try a password or send mail: counted per client address against the sign-in limit, so that guessing is slow everywhere. */
-const AUTH_OPERATIONS = new Set(['signup', 'login', 'requestPasswordReset', 'confirmPasswordReset', 'changePassword', 'deleteCurrentUser']);
+const AUTH_OPERATIONS = new Set([
+  'signup',
+  'login',
+  'requestPasswordReset',
+  'confirmPasswordReset',
+  'changePassword',
+  'changeEmail',
+  'confirmEmailChange',
+  'revertEmailChange',
+  'deleteCurrentUser',
+]);
 /** Liveness and readiness are for load balancers; the webhook is Stripe's, authenticated by signature. */
 const EXEMPT_OPERATIONS = new Set(['getHealth', 'getReadiness', 'stripeWebhook']);
 
@@ -71,6 +85,7 @@ export class RateLimits {
   private constructor(
     private readonly auth: RateLimiterAbstract | undefined,
     private readonly api: RateLimiterAbstract | undefined,
+    private readonly cdn: RateLimiterAbstract | undefined,
   ) {}
 
   static create(config: Config, db: Database): RateLimits {
@@ -85,7 +100,16 @@ export class RateLimits {
         tableCreated: true,
       });
     };
-    return new RateLimits(limiter('auth', config.rateLimits.auth), limiter('api', config.rateLimits.api));
+    return new RateLimits(
+      limiter('auth', config.rateLimits.auth),
+      limiter('api', config.rateLimits.api),
+      limiter('cdn', config.rateLimits.cdn),
+    );
+  }
+
+  /** `consume` for a request under `/cdn/`, counted against its client address; undefined, at once, when that limit is off. */
+  consumeCdn(ctx: Context): Promise<void> | undefined {
+    return this.cdn && this.take(this.cdn, `ip:${addressBucket(clientAddress(ctx))}`, ctx);
   }
 
   /**
@@ -98,7 +122,7 @@ export class RateLimits {
     const signIn = AUTH_OPERATIONS.has(operationId);
     const limiter = signIn ? this.auth : this.api;
     if (!limiter) return undefined;
-    const key = !signIn && caller ? `${caller.kind}:${caller.credentialId}` : `ip:${addressBucket(clientAddress(ctx))}`;
+    const key = !signIn && caller ? `user:${caller.userId}` : `ip:${addressBucket(clientAddress(ctx))}`;
     return this.take(limiter, key, ctx);
   }
 

@@ -4,6 +4,7 @@ import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Database } from '../db/orm.js';
 import { createInviteCode, InviteCodeInputError, listInviteCodes } from '../domain/invite-codes.js';
+import { NoPendingEmailChange, operatorEmailLink } from '../domain/email-change.js';
 import { operatorResetLink, UnknownUserError } from '../domain/password-reset.js';
 import type { Logger } from '../logger.js';
 
@@ -35,14 +36,14 @@ class HttpError extends Error {
  * (`npm run invite`, `npm run user -- reset-link`) ask it instead, over a Unix socket in a folder
  * only the service's user can enter: the data folder (closed to others at every start), or a folder
  * of its own when that path is too long for a socket. Whoever reaches the socket could open the data
- * folder itself, so every request that arrives is answered; no TCP port is opened. Reset links are
- * made with the service's own `PASSWORD_RESET_URL` (`passwordResetUrl`).
+ * folder itself, so every request that arrives is answered; no TCP port is opened. Links are made
+ * with the service's own pages (`PASSWORD_RESET_URL`, `EMAIL_CONFIRM_URL`).
  */
 export async function startOperatorChannel(
   db: Database,
   dataDir: string,
   logger: Logger,
-  passwordResetUrl: string | undefined,
+  pages: { passwordResetUrl: string | undefined; emailConfirmUrl: string | undefined },
 ): Promise<{ close(): Promise<void> }> {
   const place = await socketPlace(dataDir);
   const server = createServer((req, res) => {
@@ -51,7 +52,7 @@ export async function startOperatorChannel(
       .catch((err: unknown) => {
         if (err instanceof HttpError) return send(res, err.status, { error: err.message });
         if (err instanceof InviteCodeInputError) return send(res, 400, { error: err.message });
-        if (err instanceof UnknownUserError) return send(res, 404, { error: err.message });
+        if (err instanceof UnknownUserError || err instanceof NoPendingEmailChange) return send(res, 404, { error: err.message });
         logger.error({ err }, 'operator request failed');
         send(res, 500, { error: 'internal error' });
       });
@@ -70,8 +71,15 @@ export async function startOperatorChannel(
     if (route === 'POST /reset-links') {
       const { username } = await readJson(req);
       if (typeof username !== 'string') throw new HttpError(400, 'username must be a string');
-      const link = await operatorResetLink(em, username, passwordResetUrl);
+      const link = await operatorResetLink(em, username, pages.passwordResetUrl);
       logger.info('password reset link made by operator');
+      return { status: 201, body: { link } };
+    }
+    if (route === 'POST /email-links') {
+      const { username } = await readJson(req);
+      if (typeof username !== 'string') throw new HttpError(400, 'username must be a string');
+      const link = await operatorEmailLink(em, username, pages.emailConfirmUrl);
+      logger.info('e-mail change link made by operator');
       return { status: 201, body: { link } };
     }
     throw new HttpError(404, 'not found');

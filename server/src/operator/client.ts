@@ -11,6 +11,7 @@ import {
   type CreateInviteCodeInput,
   type InviteCodeRow,
 } from '../domain/invite-codes.js';
+import { NoPendingEmailChange, operatorEmailLink } from '../domain/email-change.js';
 import { operatorResetLink, UnknownUserError } from '../domain/password-reset.js';
 import type { Logger } from '../logger.js';
 import { operatorFilePath, type OperatorFile } from './channel.js';
@@ -23,6 +24,8 @@ export interface OperatorStore {
   list(): Promise<InviteCodeRow[]>;
   /** A password reset link with a new token for the user (domain/password-reset.ts); UnknownUserError when there is none. */
   resetLink(username: string): Promise<string>;
+  /** The confirm link of the user's pending e-mail change, with a new token (domain/email-change.ts); NoPendingEmailChange when there is none. */
+  emailLink(username: string): Promise<string>;
 }
 
 /**
@@ -42,6 +45,7 @@ export async function withOperatorStore<T>(config: Config, logger: Logger, fn: (
       create: (input) => createInviteCode(db.orm.em.fork(), input),
       list: () => listInviteCodes(db.orm.em.fork()),
       resetLink: (username) => operatorResetLink(db.orm.em.fork(), username, config.passwordReset.url),
+      emailLink: (username) => operatorEmailLink(db.orm.em.fork(), username, config.emailChange.confirmUrl),
     });
   } finally {
     await db.close();
@@ -97,6 +101,7 @@ function remoteStore(service: OperatorFile): OperatorStore {
     }
     if (res.status === 400) throw new InviteCodeInputError(answer.error ?? 'bad request');
     if (res.status === 404 && path === '/reset-links') throw new UnknownUserError(answer.error ?? 'no such user');
+    if (res.status === 404 && path === '/email-links') throw new NoPendingEmailChange(answer.error ?? 'no pending e-mail change');
     if (res.status < 200 || res.status > 299) {
       throw new Error(`the running service (process ${service.pid}) answered ${res.status} ${answer.error ?? ''}`.trim());
     }
@@ -120,6 +125,9 @@ function remoteStore(service: OperatorFile): OperatorStore {
     },
     async resetLink(username) {
       return (await call<{ link: string }>('POST', '/reset-links', { username })).link;
+    },
+    async emailLink(username) {
+      return (await call<{ link: string }>('POST', '/email-links', { username })).link;
     },
   };
 }

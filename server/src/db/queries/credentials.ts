@@ -57,3 +57,24 @@ export async function deleteOtherSessions(em: EntityManager, userId: string, kee
   const rows = await query<{ id: string }>(em, DELETE_OTHER_SESSIONS, [userId, keepId]);
   return rows.map((row) => row.id);
 }
+
+/**
+ * Locks the user's row (FOR NO KEY UPDATE, as `lockUserRow`) if its password hash is still
+ * `passwordHash`: false when it changed. A change committed meanwhile, or holding the row now, is
+ * seen: the lock waits for it and then reads the row it wrote.
+ */
+export async function lockUserWithPassword(tx: EntityManager, userId: string, passwordHash: string): Promise<boolean> {
+  return (await query(tx, 'select 1 from users where id = ? and password_hash = ? for no key update', [userId, passwordHash])).length > 0;
+}
+
+/** Ends the user's sessions past the `keep` used most recently: the ids ended. */
+export async function endSessionsPastCap(em: EntityManager, userId: string, keep: number): Promise<string[]> {
+  const rows = await query<{ id: string }>(
+    em,
+    `delete from sessions where id in
+       (select id from sessions where user_id = ? order by last_used_at desc, id desc offset ?)
+     returning id`,
+    [userId, keep],
+  );
+  return rows.map((row) => row.id);
+}

@@ -28,6 +28,11 @@ export async function takeResetToken(em: EntityManager, tokenHash: string): Prom
   return row?.user_id;
 }
 
+/** Voids the user's reset token, if any: a password or e-mail change ends every link made before it. */
+export async function voidResetTokens(em: EntityManager, userId: string): Promise<void> {
+  await query(em, 'delete from password_reset_tokens where user_id = ?', [userId]);
+}
+
 /** Sets the user's password hash. */
 export async function setPasswordHash(em: EntityManager, userId: string, passwordHash: string): Promise<void> {
   await query(em, 'update users set password_hash = ?, updated_at = now() where id = ?', [passwordHash, userId]);
