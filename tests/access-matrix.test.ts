@@ -24,7 +24,7 @@ const CALLERS = ['owner', 'member', 'nonMember', 'invitee', 'ownerApiToken', 'no
 type Caller = (typeof CALLERS)[number];
 
 /** A success status, or an error status with its code. */
-type Outcome = 200 | 201 | 204 | readonly [status: number, code: string];
+type Outcome = 200 | 201 | 202 | 204 | readonly [status: number, code: string];
 type Row = {
   /** A fresh project for every caller, because one caller's success would change the fixture for the next. */
   freshPerCaller?: boolean;
@@ -334,6 +334,10 @@ const ACCOUNT_MATRIX: Record<string, AccountRow> = {
   changePassword: {
     request: (f, caller) => ({ body: { current_password: passwordOf(f, caller), new_password: `changed-${caller}-password` } }),
     expect: sessionOnly(204),
+  },
+  changeEmail: {
+    request: (f, caller) => ({ body: { email: `${uniqueName('matrix')}@example.com`, current_password: passwordOf(f, caller) } }),
+    expect: sessionOnly(202),
   },
   listReceivedInvites: { request: () => ({ query: '?limit=10' }), expect: anyCredential(200) },
   logout: { request: () => ({}), expect: sessionOnly(204) },

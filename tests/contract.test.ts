@@ -35,6 +35,7 @@ describe('the contract as served', () => {
       .map((op) => op.operationId)
       .sort();
     expect(publicOperations).to.deep.equal([
+      'confirmEmailChange',
       'confirmPasswordReset',
       'getHealth',
       'getOpenApi',
@@ -42,17 +43,19 @@ describe('the contract as served', () => {
       'getRoot',
       'login',
       'requestPasswordReset',
+      'revertEmailChange',
       'signup',
       'stripeWebhook',
     ]);
   });
 
-  it('marks exactly logout, project deletion, API token management, the billing portal, password changes, the session list and end, account deletion and ownership transfer as session-only', () => {
+  it('marks exactly logout, project deletion, API token management, the billing portal, password and e-mail changes, the session list and end, account deletion and ownership transfer as session-only', () => {
     const sessionOnly = contract.operations
       .filter((op) => op.sessionOnly)
       .map((op) => op.operationId)
       .sort();
     expect(sessionOnly).to.deep.equal([
+      'changeEmail',
       'changePassword',
       'createApiToken',
       'createPortalSession',
