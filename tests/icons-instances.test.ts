@@ -3,11 +3,12 @@
  * database, each with a data folder of its own, serve each other's icons, with the database as the
  * store and with an S3-compatible bucket (a local s3rver the test starts). With a bucket: what it
  * holds and what the database records; a bucket that refuses connections or never answers (503 in
- * the envelope within the bound, nothing changed); pruning (an unreferenced old icon leaves the
- * bucket, a referenced and a fresh one stay); icons left on disk moving into the bucket at start;
- * and an upload racing a prune. What needs two processes on one database (two instances, the
- * races) runs on PostgreSQL only, and is skipped without it, saying so; the rest runs on the
- * embedded database as well, each service on a database of its own.
+ * the envelope within the bound, nothing changed); a replaced icon released from the bucket;
+ * pruning (an unreferenced old icon leaves the bucket, a referenced and a fresh one stay); icons
+ * left on disk moving into the bucket at start; and an upload racing a prune. What needs two
+ * processes on one database (two instances, the races) runs on PostgreSQL only, and is skipped
+ * without it, saying so; the rest runs on the embedded database as well, each service on a database
+ * of its own.
  */
 import { expect } from 'chai';
 import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
@@ -141,7 +142,10 @@ describe('icons across instances', function () {
         const other = uniqueIcon();
         await callAt(b.url, 'PATCH', `/v1/projects/${project.namespace}`, user.token, { icon: DATA_URL + other.sent.toString('base64') });
         await expectIconServed(a.url, other.key, other.stored);
-        expect(await s3.keys()).to.include.members([`icons/${icon.key}.png`, `icons/${other.key}.png`]);
+        // The change released the icon it replaced, which nothing else shows: from the bucket too.
+        const keys = await s3.keys();
+        expect(keys).to.include(`icons/${other.key}.png`).and.not.include(`icons/${icon.key}.png`);
+        expect(await iconRow(icon.key)).to.equal(undefined);
         for (const dir of [a.dataDir, b.dataDir]) expect(readdirSync(dir)).to.not.include('icons');
       } finally {
         await closeAll([a, b]);
@@ -179,9 +183,13 @@ describe('icons across instances', function () {
       it('pruning removes an old icon nothing refers to from the bucket and the database, and keeps a referenced and a fresh one', async () => {
         const [referenced, unreferenced, fresh] = [uniqueIcon(), uniqueIcon(), uniqueIcon()];
         await projectWithIcon(server, user, referenced.sent);
+        // Each by a user of its own: a user's next icon change would release the icon they removed before.
         for (const icon of [unreferenced, fresh]) {
-          const project = await projectWithIcon(server, user, icon.sent);
-          expect((await callAt(server.url, 'PATCH', `/v1/projects/${project.namespace}`, user.token, { icon: null })).status).to.equal(200);
+          const owner = await signUpOn(server);
+          const project = await projectWithIcon(server, owner, icon.sent);
+          expect((await callAt(server.url, 'PATCH', `/v1/projects/${project.namespace}`, owner.token, { icon: null })).status).to.equal(
+            200,
+          );
         }
         await sql(
           `update icons set stored_at = now() - interval '2 hours' where sha256 in (?, ?)`,

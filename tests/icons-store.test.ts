@@ -8,7 +8,7 @@
  * part goes through the running service (on the embedded database by default).
  */
 import { expect } from 'chai';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -51,6 +51,8 @@ import {
 } from './support/png.js';
 
 const FIELD = '/body/icon';
+/** A user of its own for each parse: a save then releases no icon another test stored. */
+const sender = () => randomUUID();
 const DATA_URL = 'data:image/png;base64,';
 const HTML = Buffer.from('<!doctype html><html><body><script>alert(document.cookie)</script></body></html>');
 const IEND = chunk('IEND', Buffer.alloc(0));
@@ -169,7 +171,7 @@ describe('icon store', () => {
   async function refusal(value: string, form: 'create' | 'update' = 'create'): Promise<InvalidRequest> {
     let thrown: unknown;
     try {
-      await store.parse(value, form, FIELD);
+      await store.parse(value, form, FIELD, sender());
     } catch (error) {
       thrown = error;
     }
@@ -189,7 +191,7 @@ describe('icon store', () => {
     it('accepts bare Base64 and a data URL on create, and keys the icon by the SHA-256 of its re-encoding', async () => {
       const bytes = png(32, 32);
       for (const value of [bytes.toString('base64'), DATA_URL + bytes.toString('base64')]) {
-        const icon = await store.parse(value, 'create', FIELD);
+        const icon = await store.parse(value, 'create', FIELD, sender());
         expect(icon.sha256).to.equal(sha256(icon.bytes));
         expect(decodePng(icon.bytes).rgba.equals(decodePng(bytes).rgba)).to.equal(true);
       }
@@ -198,7 +200,7 @@ describe('icon store', () => {
 
     it('accepts a data URL on update and refuses bare Base64 or another media type', async () => {
       const b64 = png(8, 8).toString('base64');
-      expect(decodePng((await store.parse(DATA_URL + b64, 'update', FIELD)).bytes).width).to.equal(8);
+      expect(decodePng((await store.parse(DATA_URL + b64, 'update', FIELD, sender())).bytes).width).to.equal(8);
       expect((await refusal(b64, 'update')).message).to.contain('data:image/png;base64,');
       expect((await refusal(`data:image/jpeg;base64,${b64}`, 'update')).message).to.contain('data:image/png;base64,');
     });
@@ -222,7 +224,7 @@ describe('icon store', () => {
     it('accepts exactly 256 KiB decoded (storing it without its padding text) and refuses one byte more', async () => {
       const limit = pngOfSize(262_144);
       expect(limit.length).to.equal(262_144);
-      const icon = await store.parse(limit.toString('base64'), 'create', FIELD);
+      const icon = await store.parse(limit.toString('base64'), 'create', FIELD, sender());
       expect(chunkTypes(icon.bytes)).to.deep.equal(['IHDR', 'IDAT', 'IEND']);
       expect(icon.bytes.length).to.be.below(1024);
       const over = pngOfSize(262_145);
@@ -257,7 +259,7 @@ describe('icon store', () => {
         [1, 1],
         [1024, 1024],
       ] as const) {
-        expect(decodePng((await store.parse(png(w, h).toString('base64'), 'create', FIELD)).bytes).width).to.equal(w);
+        expect(decodePng((await store.parse(png(w, h).toString('base64'), 'create', FIELD, sender())).bytes).width).to.equal(w);
       }
       for (const [w, h] of [
         [0, 1],
@@ -355,7 +357,7 @@ describe('icon store', () => {
       const head = original.subarray(0, 33);
       const rest = original.subarray(33);
       const bytes = Buffer.concat([head, chunk('tEXt', Buffer.concat([Buffer.from('Comment\0'), HTML])), chunk('htMl', HTML), rest]);
-      const icon = await store.parse(bytes.toString('base64'), 'create', FIELD);
+      const icon = await store.parse(bytes.toString('base64'), 'create', FIELD, sender());
       expect(chunkTypes(icon.bytes)).to.deep.equal(['IHDR', 'IDAT', 'IEND']);
       expect(icon.bytes.includes('<html')).to.equal(false);
       expect(icon.bytes.includes('script')).to.equal(false);
@@ -368,7 +370,7 @@ describe('icon store', () => {
       const bytes = apng(1024, 62);
       expect(bytes.length).to.be.at.most(256 * 1024);
       expect(chunkTypes(bytes).filter((type) => type === 'fdAT')).to.have.length(61);
-      const icon = await store.parse(bytes.toString('base64'), 'create', FIELD);
+      const icon = await store.parse(bytes.toString('base64'), 'create', FIELD, sender());
       expect(chunkTypes(icon.bytes)).to.deep.equal(['IHDR', 'IDAT', 'IEND']);
       const decoded = decodePng(icon.bytes);
       expect([decoded.width, decoded.height]).to.deep.equal([1024, 1024]);
@@ -419,7 +421,7 @@ describe('icon store', () => {
       ];
       for (const [spec, pixel] of images) {
         const what = `colour type ${spec.colourType}, ${spec.bitDepth} bits${spec.interlaced ? ', interlaced' : ''}`;
-        const icon = await store.parse(encodePng(spec).toString('base64'), 'create', FIELD);
+        const icon = await store.parse(encodePng(spec).toString('base64'), 'create', FIELD, sender());
         expect(chunkTypes(icon.bytes), what).to.deep.equal(['IHDR', 'IDAT', 'IEND']);
         const decoded = decodePng(icon.bytes);
         const expected = rgbaOf(spec.width, spec.height, pixel);
@@ -431,10 +433,10 @@ describe('icon store', () => {
     });
 
     it('bounds transcoding: past its time or its queue, 503 unavailable with Retry-After; then it works again', async () => {
-      const limits = { timeoutMs: 1, maxQueued: 1, idleMs: 1_000 };
+      const limits = { timeoutMs: 1, maxQueued: 1, maxPerRequester: 2, idleMs: 1_000 };
       const bounded = new IconStore(databaseRows(), () => base, { codec: new PngCodec(limits) });
       const big = png(1024, 1024).toString('base64');
-      const late = await bounded.parse(big, 'create', FIELD).catch((error: unknown) => error);
+      const late = await bounded.parse(big, 'create', FIELD, sender()).catch((error: unknown) => error);
       expect(asAnswer(late)).to.deep.equal({
         status: 503,
         headers: { 'Retry-After': '5' },
@@ -442,8 +444,8 @@ describe('icon store', () => {
       });
 
       limits.timeoutMs = 10_000;
-      expect(decodePng((await bounded.parse(png(3, 2).toString('base64'), 'create', FIELD)).bytes).width).to.equal(3);
-      const [first, , third] = await Promise.allSettled([1, 2, 3].map(() => bounded.parse(big, 'create', FIELD)));
+      expect(decodePng((await bounded.parse(png(3, 2).toString('base64'), 'create', FIELD, sender())).bytes).width).to.equal(3);
+      const [first, , third] = await Promise.allSettled([1, 2, 3].map(() => bounded.parse(big, 'create', FIELD, sender())));
       expect(first!.status).to.equal('fulfilled');
       expect(third!.status).to.equal('rejected');
       expect(asAnswer((third as PromiseRejectedResult).reason)).to.deep.equal({
@@ -457,7 +459,7 @@ describe('icon store', () => {
 
   describe('save, read and url', () => {
     it('stores one row per icon with its bytes; saving it again marks it as just stored', async () => {
-      const icon = await store.parse(png(16, 16, { color: [1, 2, 3] }).toString('base64'), 'create', FIELD);
+      const icon = await store.parse(png(16, 16, { color: [1, 2, 3] }).toString('base64'), 'create', FIELD, sender());
       await store.saveAlone(icon);
       await sql(`update icons set stored_at = now() - interval '2 hours' where sha256 = ?`, [icon.sha256]);
       expect((await iconRow(icon.sha256))!.fresh).to.equal(false);
@@ -469,7 +471,7 @@ describe('icon store', () => {
     });
 
     it('makes one row of concurrent saves of the same icon', async () => {
-      const icon = await store.parse(png(9, 9, { color: [4, 5, 6] }).toString('base64'), 'create', FIELD);
+      const icon = await store.parse(png(9, 9, { color: [4, 5, 6] }).toString('base64'), 'create', FIELD, sender());
       const stores = [1, 2, 3, 4].map(() => new IconStore(databaseRows(), () => base));
       await Promise.all(stores.map((each) => each.saveAlone(icon)));
       expect(await count('select count(*)::int from icons where sha256 = ?', [icon.sha256])).to.equal(1);
@@ -479,7 +481,7 @@ describe('icon store', () => {
     it('with a bucket, keeps the bytes there and only the record in the row', async () => {
       const bucket = new MemoryBucket();
       const bucketed = new IconStore(databaseRows(), () => base, { bucket });
-      const icon = await bucketed.parse(png(7, 3, { color: [7, 8, 9] }).toString('base64'), 'create', FIELD);
+      const icon = await bucketed.parse(png(7, 3, { color: [7, 8, 9] }).toString('base64'), 'create', FIELD, sender());
       await bucketed.saveAlone(icon);
       expect(await iconRow(icon.sha256)).to.deep.equal({ size: icon.bytes.length, bytes: null, fresh: true });
       expect([...bucket.objects.keys()]).to.deep.equal([icon.sha256]);
@@ -499,10 +501,11 @@ describe('icon store', () => {
           return real.bytes(key);
         },
         prune: (options, removing) => real.prune(options, removing),
+        release: (tx, from, keep) => real.release(tx, from, keep),
         transaction: (work) => real.transaction(work),
       };
       const cached = new IconStore(counting, () => base);
-      const icon = await cached.parse(png(5, 5, { color: [10, 20, 30] }).toString('base64'), 'create', FIELD);
+      const icon = await cached.parse(png(5, 5, { color: [10, 20, 30] }).toString('base64'), 'create', FIELD, sender());
       await cached.saveAlone(icon);
 
       const first = await Promise.all([1, 2, 3].map(() => cached.read(icon.sha256)));
@@ -585,7 +588,7 @@ describe('icon store', () => {
 
     it('answers a save with 503 unavailable and Retry-After within its bound, recording nothing', async () => {
       const failing = new IconStore(databaseRows(), () => base, { bucket: await unreachableBucket() });
-      const icon = await failing.parse(png(6, 6).toString('base64'), 'create', FIELD);
+      const icon = await failing.parse(png(6, 6).toString('base64'), 'create', FIELD, sender());
       const started = Date.now();
       const failure = await failing.saveAlone(icon).catch((error: unknown) => error);
       expect(Date.now() - started).to.be.below(2_000);
@@ -764,7 +767,7 @@ async function cdnApp(store: Pick<IconStore, 'read'>): Promise<{ server: http.Se
   app.silent = true;
   app.use(representations());
   app.use(envelope());
-  app.use(cdn(store));
+  app.use(cdn(store, { consumeCdn: () => undefined }));
   app.use((ctx) => {
     ctx.body = 'passed on';
   });

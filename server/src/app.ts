@@ -31,7 +31,7 @@ export function createApp(services: Services, pipeline: Pipeline, metrics?: Metr
   if (metrics) app.use(metrics.endpoint(services.config.metrics.token));
   const allowOrigins = cors(services.config.corsOrigins);
   if (allowOrigins) app.use(allowOrigins);
-  app.use(routes(cdn(services.icons), docs(), dispatch(pipeline, handlers, services)));
+  app.use(routes(cdn(services.icons, pipeline.rateLimits), docs(), dispatch(pipeline, handlers, services)));
   return app;
 }
 

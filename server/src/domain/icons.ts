@@ -3,7 +3,7 @@
  * the database is the store, and what pruning decides on whichever store holds the bytes.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { deleteUnreferencedIcons, iconBytes, recordIcon } from '../db/queries/icons.js';
+import { deleteUnreferencedIcons, iconBytes, recordIcon, releaseIcons } from '../db/queries/icons.js';
 import type { Icon, IconRows, PruneOptions } from '../storage/icons.js';
 import { inBatches } from './retention.js';
 import { transaction } from './transaction.js';
@@ -13,7 +13,11 @@ export class DatabaseIconRows implements IconRows {
   constructor(private readonly fork: () => EntityManager) {}
 
   record(tx: EntityManager, icon: Icon, withBytes: boolean): Promise<void> {
-    return recordIcon(tx, icon.sha256, icon.bytes.length, withBytes ? icon.bytes : null);
+    return recordIcon(tx, icon.sha256, icon.bytes.length, withBytes ? icon.bytes : null, icon.sender ?? null);
+  }
+
+  release(tx: EntityManager, sender: string, keep: string): Promise<string[]> {
+    return releaseIcons(tx, sender, keep);
   }
 
   async bytes(key: string): Promise<Buffer | undefined> {

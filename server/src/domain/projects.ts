@@ -60,7 +60,7 @@ export async function createProject(
   limits: Limits,
 ): Promise<ProjectView> {
   // A refused icon is refused before anything is written.
-  const icon = input.icon === undefined ? undefined : await icons.parse(input.icon, 'create', '/body/icon');
+  const icon = input.icon === undefined ? undefined : await icons.parse(input.icon, 'create', '/body/icon', owner.id);
   const name = input.name.trim();
   const create = () =>
     transaction(em, async (tx) => {
@@ -129,7 +129,7 @@ export async function updateProject(
   project: Project,
   changes: ProjectChanges,
 ): Promise<ProjectView> {
-  const icon = typeof changes.icon === 'string' ? await icons.parse(changes.icon, 'update', '/body/icon') : undefined;
+  const icon = typeof changes.icon === 'string' ? await icons.parse(changes.icon, 'update', '/body/icon', actor.id) : undefined;
   const update = () =>
     transaction(em, async (tx) => {
       await lockProject(tx, project.id, 'update');

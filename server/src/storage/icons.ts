@@ -2,11 +2,15 @@
  * Project and user icons, stored content-addressed and shown at `{CDN_URL}/icons/<sha256>.png`.
  * Parsing checks what an icon may be and bounds what decoding it may cost (png.ts) before decoding
  * it off the event loop (png-codec.ts); what is stored is the image encoded afresh, never the bytes
- * sent, and its key is the SHA-256 of the stored bytes.
+ * sent, and its key is the SHA-256 of the stored bytes. The re-encoding is held to the same 256 KiB
+ * as what is sent, so that what one request stores and every `/cdn` answer serves stay bounded.
  *
  * Every stored icon has a row in the database (`IconRows`, domain/icons.ts), which holds its bytes
  * too unless an S3-compatible bucket (`IconBucket`, s3.ts) does. The row is what pruning decides
- * on, under its lock, whichever holds the bytes. Reads go through a small in-memory cache.
+ * on, under its lock, whichever holds the bytes. A user's change that stores an icon also removes
+ * the icons that user stored last and nothing refers to any more (`release`), so that a loop of
+ * changes keeps about one such icon per user rather than an hour's worth until the prune. Reads go
+ * through a small in-memory cache.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { InvalidRequest } from '../errors.js';
@@ -18,6 +22,8 @@ export interface Icon {
   /** The re-encoded PNG: IHDR, IDAT and IEND only. */
   bytes: Buffer;
   sha256: string;
+  /** The user who sent it (`parse`); none for an icon that came from elsewhere (the disk of an earlier release). */
+  sender?: string;
 }
 
 const DATA_URL_PREFIX = 'data:image/png;base64,';
@@ -50,10 +56,18 @@ export interface PruneOptions {
 /** The `icons` table, as the store uses it. */
 export interface IconRows {
   /**
-   * Records the icon in `tx`, with its bytes when `withBytes`, or marks its row as just stored; the
-   * row stays locked until `tx` ends, and pruning cannot take it meanwhile.
+   * Records the icon in `tx`, with its bytes when `withBytes`, or marks its row as just stored (by
+   * its sender, when it has one); the row stays locked until `tx` ends, and pruning cannot take it
+   * meanwhile.
    */
   record(tx: EntityManager, icon: Icon, withBytes: boolean): Promise<void>;
+  /**
+   * Deletes in `tx` the rows of the icons `sender` stored last that nothing refers to, but `keep`
+   * and any row another transaction holds, and answers their keys. A concurrent change that makes
+   * one of them its icon either holds its row (it is kept), committed first (its reference keeps
+   * it), or waits for `tx` and then stores it anew.
+   */
+  release(tx: EntityManager, sender: string, keep: string): Promise<string[]>;
   /** The bytes of the icon's row; undefined when there is no row or it holds no bytes. */
   bytes(key: string): Promise<Buffer | undefined>;
   /**
@@ -99,7 +113,8 @@ export class IconStore {
     this.codec = options.codec ?? sharedCodec;
   }
 
-  async parse(value: string, form: 'create' | 'update', field: string): Promise<Icon> {
+  /** `sender`: the user whose change it is (the codec shares its worker between users; `save` releases their old icons). */
+  async parse(value: string, form: 'create' | 'update', field: string, sender: string): Promise<Icon> {
     const refuse = (message: string) => InvalidRequest.field(field, message);
 
     let base64 = value;
@@ -118,22 +133,32 @@ export class IconStore {
       if (error instanceof PngRejected) throw refuse(error.message);
       throw error;
     }
-    const result = await this.codec.transcode(bytes, MAX_ICON_SIDE);
+    const result = await this.codec.transcode(bytes, MAX_ICON_SIDE, sender);
     if (!result.ok) throw refuse(result.refusal);
-    return { bytes: result.png, sha256: result.sha256 };
+    if (result.png.length > MAX_ICON_BYTES) {
+      throw refuse('is larger than 256 KiB once re-encoded; save it with fewer colours or a smaller size');
+    }
+    return { bytes: result.png, sha256: result.sha256, sender };
   }
 
   /**
    * Stores the icon in the caller's transaction, or marks the stored copy as just used. Callers save
    * after the flush that could refuse the change, so a refused change stores nothing; with the
    * bytes in the database, a change that rolls back takes its icon with it. The row comes first:
-   * held from then on, it keeps a prune from removing the bucket's copy until `tx` ends. A bucket
-   * that fails is 503 `unavailable`, which rolls the caller's transaction back.
+   * held from then on, it keeps a prune from removing the bucket's copy until `tx` ends. An icon
+   * with a sender then releases that sender's other icons nothing refers to, their bucket copies
+   * deleted before `tx` commits, as a prune's are. A bucket that fails is 503 `unavailable`, which
+   * rolls the caller's transaction back.
    */
   async save(tx: EntityManager, icon: Icon): Promise<void> {
     checkKey(icon.sha256);
     await this.rows.record(tx, icon, this.bucket === undefined);
     await this.bucket?.put(icon);
+    if (icon.sender === undefined) return;
+    const released = await this.rows.release(tx, icon.sender, icon.sha256);
+    if (released.length === 0) return;
+    await this.bucket?.delete(released);
+    for (const key of released) this.cache.delete(key);
   }
 
   /** `save` in a transaction of its own. */

@@ -1,8 +1,10 @@
 /**
  * Runs `transcodePng` off the event loop, on one worker thread shared by the process. Jobs run one
  * at a time, each bounded in time (the worker is ended and started afresh when one overruns), and
- * the queue is bounded: past it, or past the deadline, the caller gets 503 `unavailable`. The worker
- * holds the process open only while it has work, and ends after a while without any.
+ * the queue is bounded, in all and per requester (a user): past either, or past the deadline, the
+ * caller gets 503 `unavailable`. The bound per requester keeps one user's many icons in flight from
+ * taking every place in the queue while other users' icons are refused. The worker holds the
+ * process open only while it has work, and ends after a while without any.
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -20,6 +22,8 @@ export interface CodecLimits {
   timeoutMs: number;
   /** Jobs that may wait for the worker (behind the running one, or for it to start). */
   maxQueued: number;
+  /** Jobs one requester may have waiting or running; past it, only that requester's are refused. */
+  maxPerRequester: number;
   /** How long an idle worker is kept. */
   idleMs: number;
 }
@@ -46,18 +50,31 @@ export class PngCodec {
   private ready = false;
   private running: { job: Job; timer: NodeJS.Timeout } | undefined;
   private readonly queue: Job[] = [];
+  /** Jobs waiting or running, by requester; a requester with none has no entry. */
+  private readonly perRequester = new Map<string, number>();
   private idleTimer: NodeJS.Timeout | undefined;
 
   /** Read at each job. */
   constructor(private readonly limits: CodecLimits) {}
 
-  transcode(bytes: Buffer, maxSide: number): Promise<CodecResult> {
+  /** `requester`: who the job is for (a user's id), whom the per-requester bound counts. */
+  transcode(bytes: Buffer, maxSide: number, requester: string): Promise<CodecResult> {
+    const held = this.perRequester.get(requester) ?? 0;
+    if (held >= this.limits.maxPerRequester) {
+      return Promise.reject(new Unavailable('You have too many icons being processed; retry shortly.', 1));
+    }
     if (this.queue.length >= this.limits.maxQueued) {
       return Promise.reject(new Unavailable('Too many icons are being processed; retry shortly.', 1));
     }
-    return new Promise((resolve, reject) => {
+    this.perRequester.set(requester, held + 1);
+    const job = new Promise<CodecResult>((resolve, reject) => {
       this.queue.push({ request: { bytes: new Uint8Array(bytes), maxSide }, resolve, reject });
       this.next();
+    });
+    return job.finally(() => {
+      const left = this.perRequester.get(requester)! - 1;
+      if (left === 0) this.perRequester.delete(requester);
+      else this.perRequester.set(requester, left);
     });
   }
 
@@ -125,4 +142,4 @@ export class PngCodec {
 }
 
 /** The process's codec: every icon store shares its one worker. */
-export const sharedCodec = new PngCodec({ timeoutMs: 5_000, maxQueued: 16, idleMs: 30_000 });
+export const sharedCodec = new PngCodec({ timeoutMs: 5_000, maxQueued: 16, maxPerRequester: 2, idleMs: 30_000 });
