@@ -102,6 +102,18 @@ export function notProvokableReason(op: Operation, status: number, context: Cove
   if (status === 204 && op.operationId === 'confirmPasswordReset') {
     return "204 needs a live password reset token, which only the account's mail or the deployment's operator gets";
   }
+  if ((status === 204 || status === 409) && op.operationId === 'confirmEmailChange') {
+    return (
+      '204, and 409 `email_taken` (the new address taken meanwhile), need a live e-mail change token (`emc_…`), which only the ' +
+      "new address's mail or the deployment's operator gets"
+    );
+  }
+  if ((status === 204 || status === 409) && op.operationId === 'revertEmailChange') {
+    return (
+      "204, and 409 `email_taken` (the old address taken since), need a live undo token (`emr_…`), which only the old address's " +
+      'mail gets, after a confirmed change'
+    );
+  }
   const plans = planReason(op, status, context);
   if (plans) return plans;
   if (status === 502)

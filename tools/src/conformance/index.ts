@@ -15,6 +15,7 @@ import { selfServiceCases } from './checks/account.js';
 import { accountCases } from './checks/accounts.js';
 import { billingCases } from './checks/billing.js';
 import { conditionalCases } from './checks/conditional.js';
+import { emailChangeCases } from './checks/email-change.js';
 import { feedCases } from './checks/feeds.js';
 import { idempotencyCases } from './checks/idempotency.js';
 import { insightCases } from './checks/insights.js';
@@ -120,6 +121,7 @@ export function buildCases(contract: ContractModel, options: { rateLimits: boole
     ...sessionCases,
     ...leavingCases,
     ...passwordResetCases,
+    ...emailChangeCases,
     ...(options.rateLimits ? rateLimitCases(contract) : []),
   ];
 }

@@ -1,9 +1,13 @@
 /**
- * 429 on every operation, only with `--rate-limits`. Limits are counted per credential (the raw
- * `Authorization` header) and, for sign-up, login, the password reset and the requests that ask for the account's password,
- * per client address, before
- * the credential is checked: the suite spends the limit of a throwaway token no one was given
- * (cheap requests to `GET /v1`) and then asks every operation with it; then it spends this
+ * 429 on every operation, only with `--rate-limits`. Two limits are counted. Sign-up, login, the
+ * password reset's two steps, the e-mail change's confirmation and undo, and the requests that ask
+ * for the account's password (a password or e-mail change, an account's deletion) count per client
+ * address, before the credential is checked. Every other request counts per caller: by the user a
+ * valid credential acts for (all of a user's sessions and API tokens share one bucket), and without
+ * one that is valid, by the client address. The suite spends the limit of a throwaway token no one
+ * was given (cheap requests to `GET /v1`; the deployment counts it in this address's bucket for
+ * requests without a valid credential, or, were it to count per credential, in a bucket of its own:
+ * either way that token is spent) and then asks every operation with it; then it spends this
  * address's sign-up and login limit with refused logins. The last part keeps this address from
  * signing up or logging in on the deployment for up to a minute, which is why it runs last and only
  * when asked.
@@ -49,6 +53,9 @@ const ADDRESS_COUNTED = [
   ['requestPasswordReset', 'POST', '/v1/auth/password-reset', 'a password reset request'],
   ['confirmPasswordReset', 'POST', '/v1/auth/password-reset/confirm', "a password reset's confirmation"],
   ['changePassword', 'PUT', '/v1/users/me/password', 'a password change'],
+  ['changeEmail', 'PUT', '/v1/users/me/email', 'an e-mail change'],
+  ['confirmEmailChange', 'POST', '/v1/auth/email-confirm', "an e-mail change's confirmation"],
+  ['revertEmailChange', 'POST', '/v1/auth/email-revert', "an e-mail change's undo"],
   ['deleteCurrentUser', 'DELETE', '/v1/users/me', "an account's deletion"],
 ] as const;
 
