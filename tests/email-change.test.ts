@@ -192,11 +192,7 @@ describe('e-mail change', function () {
     const undo = await changeTo(user, taker);
     // What the one who changed it does next: a reset link to the new address, another change.
     expectResetAsked(await callAt(server.url, 'POST', '/v1/auth/password-reset', undefined, { email: taker }));
-    const resetToken = tokenAfter(
-      RESET_URL,
-      (await box.waitFor(taker, 2)).at(-1)!,
-      'rst_',
-    );
+    const resetToken = tokenAfter(RESET_URL, (await box.waitFor(taker, 2)).at(-1)!, 'rst_');
     const pending = await confirmToken(user, `${uniqueName('next')}@example.com`);
 
     expectNoContent(await revert(undo));
