@@ -27,7 +27,7 @@ import js from '@eslint/js';
 import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 
-const SQL_HOME = 'SQL lives in server/src/db/: call a named query of server/src/db/queries from the domain, or a domain function.';
+const SQL_HOME = 'SQL lives in server/src/db/: call a repository of server/src/db/repositories from the domain, or a domain function.';
 
 /** A relative specifier that reaches one of these modules or folders (`name`, `name.js`, `name/…`). */
 const relative = (...names) => `^\\.\\.?/(.*/)?(${names.join('|')})(/|\\.js$|$)`;
@@ -45,7 +45,10 @@ const RAW_SQL_HELPERS = {
   importNames: ['raw', 'sql'],
   message: `Raw SQL fragments are written in server/src/db/ only. ${SQL_HOME}`,
 };
-const QUERIES = forbid(relative('db/queries'), 'db/queries/** is called by server/src/domain/ only: go through a domain function.');
+const QUERIES = forbid(
+  relative('db/queries', 'db/repositories'),
+  'The repositories of server/src/db are called by server/src/domain/ only: go through a domain function.',
+);
 const NO_SDK = forbid(
   `${relative('sdk', 'tools')}|^@signalboard/`,
   'The server imports neither the SDK nor the tools: contract types come from spec/generated/openapi.ts.',
@@ -144,6 +147,32 @@ const layer = (name, files, patterns, syntax = OUTSIDE_DB_SYNTAX) => ({
   },
 });
 
+/**
+ * The entity manager is MikroORM's door to the database, so only server/src/db/ opens it: any use
+ * of a member of an EntityManager (find, create, flush, nativeUpdate, fork, transactional, …)
+ * outside db/ is an error. Code above db/ may hold one and pass it on (to a repository, to
+ * `transaction`), which is how a request's unit of work reaches the database. Type-aware, so it
+ * sees the entity manager whatever the variable is called.
+ */
+const entityManagerInDbOnly = {
+  meta: {
+    type: 'problem',
+    schema: [],
+    messages: { outside: 'The entity manager is used in server/src/db/ only: call a repository of server/src/db/repositories.' },
+  },
+  create(context) {
+    const services = context.sourceCode.parserServices;
+    const checker = services.program.getTypeChecker();
+    return {
+      MemberExpression(node) {
+        const type = checker.getTypeAtLocation(services.esTreeNodeToTSNodeMap.get(node.object));
+        const name = (type.aliasSymbol ?? type.getSymbol())?.getName() ?? '';
+        if (/EntityManager$/.test(name)) context.report({ node, messageId: 'outside' });
+      },
+    };
+  },
+};
+
 // Rules that read JSON answers as `any`: the tests, and the conformance suite (a black-box test of a deployment).
 const JSON_ANSWERS_AS_ANY = {
   '@typescript-eslint/no-explicit-any': 'off',
@@ -202,6 +231,14 @@ export default defineConfig(
     files: ['server/src/http/**/*.ts'],
     // Off: Koa types next() as Promise<any>, and `return next()` is how a middleware passes a request on.
     rules: { '@typescript-eslint/no-unsafe-return': 'off' },
+  },
+
+  {
+    name: 'signalboard/entity-manager',
+    files: ['server/src/**/*.ts'],
+    ignores: ['server/src/db/**'],
+    plugins: { signalboard: { rules: { 'entity-manager-in-db-only': entityManagerInDbOnly } } },
+    rules: { 'signalboard/entity-manager-in-db-only': 'error' },
   },
 
   // The server's layers (see the top of this file): the general entry first, then one per layer.

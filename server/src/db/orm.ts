@@ -1,7 +1,7 @@
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MikroORM, type Knex, type Options } from '@mikro-orm/postgresql';
+import { MikroORM, type EntityManager, type Knex, type Options } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
@@ -21,6 +21,14 @@ export interface Database {
 }
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+
+/**
+ * A unit of work of its own (MikroORM's fork of the global entity manager): one per request, per
+ * background run or per operator command, so that no two share an identity map or a transaction.
+ */
+export function unitOfWork(orm: MikroORM): EntityManager {
+  return orm.em.fork();
+}
 
 /**
  * How much longer than the server's `statement_timeout` the client waits for an answer. Past the

@@ -18,7 +18,7 @@ import { lockProjectRow } from '../db/queries/row-locks.js';
 import { OwnsProjects } from '../errors.js';
 import { recordActivity, type ActivityType } from './activity.js';
 import { deleteProjectIn, type SubscriptionCanceller } from './projects.js';
-import { lockUser, transaction } from './transaction.js';
+import { lockUser, transaction } from '../db/transaction.js';
 
 /** What went with the account, for the announcements that end live streams at once. */
 export interface DeletedAccount {

@@ -16,11 +16,11 @@ import { voidResetTokens } from '../db/queries/password-resets.js';
 import { findUserByEmail } from '../db/queries/users.js';
 import { InvalidInvite, InvalidRequest, Unauthenticated } from '../errors.js';
 import type { IconStore } from '../storage/icons.js';
-import { conflictOn } from './unique.js';
+import { conflictOn } from '../db/unique.js';
 import { redeemInviteCode } from './invite-codes.js';
 import { openSession, type Device } from './credentials.js';
 import { comparePassword, hashPassword } from './passwords.js';
-import { lockUser, transaction } from './transaction.js';
+import { lockUser, transaction } from '../db/transaction.js';
 
 const MAX_PASSWORD_BYTES = 72;
 

@@ -2,7 +2,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Activity, type Project, type User } from '../db/entities.js';
 import { activityPage, type ActivityRow } from '../db/queries/activity.js';
-import { decodeCursor, type PageRequest } from './pagination.js';
+import { decodeCursor, type PageRequest } from '../db/page.js';
 
 export type { ActivityRow };
 

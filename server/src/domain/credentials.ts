@@ -16,8 +16,8 @@ import {
 } from '../db/queries/credentials.js';
 import { NotFound, Unauthenticated } from '../errors.js';
 import { refuseAtCap, type Limits } from './limits.js';
-import { findPage, type PageRequest } from './pagination.js';
-import { lockUser, transaction } from './transaction.js';
+import { findPage, type PageRequest } from '../db/page.js';
+import { lockUser, transaction } from '../db/transaction.js';
 
 const SESSION_IDLE_DAYS = 30;
 const DAY_MS = 24 * 60 * 60 * 1000;

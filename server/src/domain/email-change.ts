@@ -33,8 +33,8 @@ import type { Logger } from '../logger.js';
 import type { MailOutbox } from '../mail/outbox.js';
 import { ACCOUNT_TAKEN } from './accounts.js';
 import { hashSecret, mintSecret } from './credentials.js';
-import { lockUser, transaction } from './transaction.js';
-import { conflictOn } from './unique.js';
+import { lockUser, transaction } from '../db/transaction.js';
+import { conflictOn } from '../db/unique.js';
 
 const HOUR_MS = 60 * 60 * 1000;
 export const EMAIL_CHANGE_TTL_MS = HOUR_MS;

@@ -6,8 +6,8 @@ import { eventsAfter, eventsPage, insertEvents, latestEventId, publicationTarget
 import { InvalidRequest, NotFound } from '../errors.js';
 import { feedNotFound } from './feeds.js';
 import { GroupCommit, type Outcome } from './group-commit.js';
-import { decodeCursor, type PageRequest } from './pagination.js';
-import { lockProject, transaction } from './transaction.js';
+import { decodeCursor, type PageRequest } from '../db/page.js';
+import { lockProject, transaction } from '../db/transaction.js';
 
 /** Where a new live stream of the project starts, and what it reads next. */
 export { eventsAfter, latestEventId, type EventRow };

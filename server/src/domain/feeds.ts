@@ -4,9 +4,9 @@ import { Feed, type Project, type User } from '../db/entities.js';
 import { Conflict, NotFound } from '../errors.js';
 import { recordActivity } from './activity.js';
 import { refuseAtCap, type Limits } from './limits.js';
-import { findPage, type PageRequest } from './pagination.js';
-import { lockProject, transaction } from './transaction.js';
-import { conflictOn } from './unique.js';
+import { findPage, type PageRequest } from '../db/page.js';
+import { lockProject, transaction } from '../db/transaction.js';
+import { conflictOn } from '../db/unique.js';
 
 const NAME_TAKEN = {
   feeds_project_name_unique: ['feed_name_taken', 'Another feed of this project already uses this name.'],

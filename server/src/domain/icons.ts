@@ -6,7 +6,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { deleteUnreferencedIcons, iconBytes, recordIcon, releaseIcons } from '../db/queries/icons.js';
 import type { Icon, IconRows, PruneOptions } from '../storage/icons.js';
 import { inBatches } from './retention.js';
-import { transaction } from './transaction.js';
+import { transaction } from '../db/transaction.js';
 
 export class DatabaseIconRows implements IconRows {
   /** `fork` gives an entity manager of its own for each use outside a caller's transaction. */

@@ -5,8 +5,8 @@ import { InvalidRequest, NotFound } from '../errors.js';
 import { deleteInsightRow, incrementInsightValue } from '../db/queries/insights.js';
 import { recordActivity } from './activity.js';
 import { refuseAtCap, type Limits } from './limits.js';
-import { findPage, type PageRequest } from './pagination.js';
-import { lockProject, transaction } from './transaction.js';
+import { findPage, type PageRequest } from '../db/page.js';
+import { lockProject, transaction } from '../db/transaction.js';
 
 const insightNotFound = () => new NotFound('No insight with this id in this project.');
 

@@ -6,9 +6,9 @@ import { lockUserRow } from '../db/queries/row-locks.js';
 import { Conflict, Forbidden, NotFound } from '../errors.js';
 import { recordActivity } from './activity.js';
 import { refuseAtCap, type Limits } from './limits.js';
-import { findPage, type PageRequest } from './pagination.js';
+import { findPage, type PageRequest } from '../db/page.js';
 import { loadProject, type ProjectView } from './projects.js';
-import { lockProject, lockUser, transaction } from './transaction.js';
+import { lockProject, lockUser, transaction } from '../db/transaction.js';
 
 async function userNamed(em: EntityManager, username: string): Promise<User> {
   const user = await em.findOne(User, { username: username.toLowerCase() });

@@ -1,15 +1,11 @@
 /**
  * Cursor pagination over UUID v7 ids: they sort by creation time, so "newest first" is `id desc`
- * and a cursor is the last id seen, opaque to clients. A page holds at most `limit` items and at
+ * and a cursor is the last id seen, opaque to clients (db/page.ts reads a page below one). A page holds at most `limit` items and at
  * most `PAGE_BYTES` of them, so no list answers more than 1 MiB whatever its items hold.
  */
-import type { EntityManager, EntityName, FilterQuery, FindOptions } from '@mikro-orm/postgresql';
-import { InvalidRequest } from '../errors.js';
+import { encodeCursor, type PageRequest } from '../db/page.js';
 
-export interface PageRequest {
-  limit: number;
-  cursor?: string | undefined;
-}
+export type { PageRequest };
 
 /** The page a validated query asks for; the contract's validator has already applied `limit`'s default. */
 export function pageRequest(query: { limit?: number; cursor?: string }): PageRequest {
@@ -20,32 +16,6 @@ export function pageRequest(query: { limit?: number; cursor?: string }): PageReq
 export interface Page<T> {
   items: T[];
   next_cursor: string | null;
-}
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-/** The id to continue below, or undefined for the first page. A cursor we did not issue is 400. */
-export function decodeCursor(cursor: string | undefined): string | undefined {
-  if (cursor === undefined) return undefined;
-  const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!UUID.test(id)) throw InvalidRequest.field('/query/cursor', 'is not a cursor this service issued');
-  return id;
-}
-
-/**
- * One page of rows matching `where`, newest first, fetched with one row more than asked so that
- * toPage can tell whether another page exists. `options` may add populate hints, never an order.
- */
-export async function findPage<T extends { id: string }, P extends string = never>(
-  em: EntityManager,
-  entity: EntityName<T>,
-  where: FilterQuery<T>,
-  page: PageRequest,
-  options: Omit<FindOptions<T, P>, 'orderBy' | 'limit'> = {},
-) {
-  const below = decodeCursor(page.cursor);
-  const filter = (below ? { $and: [where, { id: { $lt: below } }] } : where) as FilterQuery<T>;
-  return em.find(entity, filter, { ...options, orderBy: { id: 'desc' }, limit: page.limit + 1 } as FindOptions<T, P>);
 }
 
 /**
@@ -75,5 +45,5 @@ export function toPage<R extends { id: string }, T>(rows: R[], limit: number, pr
     items.push(item);
   }
   const last = rows[items.length - 1];
-  return { items, next_cursor: (cut || more) && last ? Buffer.from(last.id, 'utf8').toString('base64url') : null };
+  return { items, next_cursor: (cut || more) && last ? encodeCursor(last.id) : null };
 }

@@ -21,7 +21,7 @@ import type { Mailer } from '../mail/smtp.js';
 import { refuseLongPassword } from './accounts.js';
 import { hashSecret, mintSecret } from './credentials.js';
 import { hashPassword } from './passwords.js';
-import { transaction } from './transaction.js';
+import { transaction } from '../db/transaction.js';
 
 export const RESET_TOKEN_TTL_MS = 60 * 60 * 1000;
 const RESET_TOKEN_PREFIX = 'rst_';

@@ -11,9 +11,10 @@ import type { IconStore } from '../storage/icons.js';
 import { recordActivity } from './activity.js';
 import type { WebhookVerifier } from './billing.js';
 import { refuseAtCap, type Limits } from './limits.js';
-import { findPage, PAGE_BYTES, type PageRequest } from './pagination.js';
-import { lockProject, lockUser, transaction } from './transaction.js';
-import { conflictOn } from './unique.js';
+import { findPage, type PageRequest } from '../db/page.js';
+import { PAGE_BYTES } from './pagination.js';
+import { lockProject, lockUser, transaction } from '../db/transaction.js';
+import { conflictOn } from '../db/unique.js';
 
 export type { FeedRow, MemberRow } from '../db/queries/project-contents.js';
 
