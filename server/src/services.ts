@@ -1,11 +1,11 @@
 import type { Logger } from 'pino';
 import { createBilling, type Billing } from './billing/index.js';
 import type { Config } from './config.js';
-import type { Database } from './db/orm.js';
+import { unitOfWork, type Database } from './db/orm.js';
 import { Accounts } from './domain/accounts.js';
 import { EventPublisher } from './domain/events.js';
 import { DatabaseIconRows } from './domain/icons.js';
-import { notifyThrough } from './domain/notifications.js';
+import { notifyThrough } from './db/listen-notify.js';
 import { EmailChanges } from './domain/email-change.js';
 import { PasswordResets } from './domain/password-reset.js';
 import { viewersStillAllowed } from './domain/stream-access.js';
@@ -55,7 +55,7 @@ export interface BuiltServices {
 export async function createServices(config: Config, logger: Logger, db: Database, publicUrl: () => string): Promise<BuiltServices> {
   const bus: EventBus =
     db.kind === 'postgresql' ? await PostgresBus.start(config.databaseUrl!, notifyThrough(db), logger, config.database) : new LocalBus();
-  const live = new LiveStreams(db.orm, bus, (viewers) => viewersStillAllowed(db.orm.em.fork(), viewers), logger, {
+  const live = new LiveStreams(db.orm, bus, (viewers) => viewersStillAllowed(unitOfWork(db.orm), viewers), logger, {
     heartbeatMs: config.live.heartbeatMs,
     maxBufferedBytes: 1024 * 1024,
     maxStreamsPerUser: config.limits.streamsPerUser,
@@ -66,7 +66,7 @@ export async function createServices(config: Config, logger: Logger, db: Databas
     logger,
     accounts: new Accounts(config.bcryptRounds, config.limits.sessionsPerUser),
     events: new EventPublisher(),
-    icons: new IconStore(new DatabaseIconRows(() => db.orm.em.fork()), () => config.cdnUrl ?? `${publicUrl()}/cdn`, {
+    icons: new IconStore(new DatabaseIconRows(() => unitOfWork(db.orm)), () => config.cdnUrl ?? `${publicUrl()}/cdn`, {
       bucket: config.icons.store === 's3' ? await S3Bucket.open(config.icons.s3, logger) : undefined,
     }),
     billing: await createBilling(config.stripe, logger),

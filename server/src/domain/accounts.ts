@@ -9,11 +9,20 @@
  * a change or a reset committed opens no session.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { User } from '../db/entities.js';
-import { deleteOtherSessions, endSessionsPastCap, lockUserWithPassword } from '../db/queries/credentials.js';
-import { voidEmailChange } from '../db/queries/email-changes.js';
-import { voidResetTokens } from '../db/queries/password-resets.js';
-import { findUserByEmail } from '../db/queries/users.js';
+import type { components } from '../../../spec/generated/openapi.js';
+import type { User } from '../db/entities.js';
+import {
+  deleteOtherSessions,
+  endSessionsPastCap,
+  findUserByEmail,
+  findUserByUsername,
+  insertUser,
+  lockUserWithPassword,
+  replacePasswordHash,
+  updateUserProfile,
+  voidEmailChange,
+  voidResetTokens,
+} from '../db/repositories/accounts.js';
 import { InvalidInvite, InvalidRequest, Unauthenticated } from '../errors.js';
 import type { IconStore } from '../storage/icons.js';
 import { conflictOn } from '../db/unique.js';
@@ -40,11 +49,8 @@ export const ACCOUNT_TAKEN = {
   users_email_lower_unique: ['email_taken', 'An account with this email address exists.'],
 } as const satisfies Parameters<typeof conflictOn>[1];
 
-export interface AccountChanges {
-  username?: string | undefined;
-  /** A new icon as a data URL, or null to remove it. */
-  icon?: string | null | undefined;
-}
+/** `PATCH /v1/users/me`'s body: a new username, a new icon as a data URL, or null to remove it. */
+export type AccountChanges = components['schemas']['UpdateUserRequest'];
 
 /**
  * Changes the user's own username or icon; what `changes` leaves out is kept. The database's
@@ -57,22 +63,17 @@ export async function updateAccount(em: EntityManager, icons: IconStore, user: U
   const update = () =>
     transaction(em, async (tx) => {
       await lockUser(tx, user.id);
-      const current = await tx.findOneOrFail(User, { id: user.id }, { refresh: true });
-      if (changes.username !== undefined) current.username = changes.username.toLowerCase();
-      if (changes.icon !== undefined) current.icon = icon?.sha256 ?? null;
-      await tx.flush();
+      const current = await updateUserProfile(tx, user.id, {
+        ...(changes.username !== undefined && { username: changes.username }),
+        ...(changes.icon !== undefined && { icon: icon?.sha256 ?? null }),
+      });
       if (icon) await icons.save(tx, icon);
       return current;
     });
   return conflictOn(update, ACCOUNT_TAKEN);
 }
 
-export interface SignupInput {
-  username: string;
-  email: string;
-  password: string;
-  invite: string;
-}
+export type SignupInput = components['schemas']['SignupRequest'];
 
 export class Accounts {
   /**
@@ -94,20 +95,18 @@ export class Accounts {
     refuseLongPassword(input.password, '/body/password');
     const passwordHash = await hashPassword(input.password, this.bcryptRounds);
     const create = () =>
-      em.transactional(async (tx) => {
+      transaction(em, async (tx) => {
         // Taken first and in the same transaction: a failed sign-up gives the use back.
         if (!(await redeemInviteCode(tx, input.invite))) throw new InvalidInvite();
-        const user = tx.create(User, { username: input.username.toLowerCase(), email: input.email, passwordHash, icon: null });
-        const { session, token } = openSession(tx, user, device);
-        await tx.flush();
+        const user = await insertUser(tx, { username: input.username, email: input.email, passwordHash });
+        const { session, token } = await openSession(tx, user, device);
         return { user, session, token };
       });
     return conflictOn(create, ACCOUNT_TAKEN);
   }
 
   async login(em: EntityManager, login: string, password: string, device: Device) {
-    const key = login.toLowerCase();
-    const user = key.includes('@') ? await findUserByEmail(em, key) : await em.findOne(User, { username: key });
+    const user = login.includes('@') ? await findUserByEmail(em, login) : await findUserByUsername(em, login);
     // bcrypt reads no further than 72 bytes, so a longer password would match on its first 72 alone.
     // It can never be the password (sign-up refuses it), and is refused as any wrong password is, after
     // the same one compare, so its answer and timing tell nothing.
@@ -117,8 +116,7 @@ export class Accounts {
     if (!user || tooLong || !matches) throw refused();
     return transaction(em, async (tx) => {
       if (!(await lockUserWithPassword(tx, user.id, user.passwordHash))) throw refused(); // changed or reset since it was read
-      const { session, token } = openSession(tx, user, device);
-      await tx.flush();
+      const { session, token } = await openSession(tx, user, device);
       const ended = await endSessionsPastCap(tx, user.id, this.sessionsPerUser);
       return { user, session, token, ended };
     });
@@ -148,8 +146,8 @@ export class Accounts {
     await this.confirmPassword(user, current);
     const passwordHash = await hashPassword(next, this.bcryptRounds);
     return transaction(em, async (tx) => {
-      const changed = await tx.nativeUpdate(User, { id: user.id, passwordHash: checkedHash }, { passwordHash, updatedAt: new Date() });
-      if (changed === 0) throw new Unauthenticated('invalid_credentials', 'Wrong password.');
+      if (!(await replacePasswordHash(tx, user.id, checkedHash, passwordHash)))
+        throw new Unauthenticated('invalid_credentials', 'Wrong password.');
       await voidResetTokens(tx, user.id);
       await voidEmailChange(tx, user.id);
       return deleteOtherSessions(tx, user.id, keepSessionId);

@@ -5,19 +5,26 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ApiToken, Session, type User } from '../db/entities.js';
+import type { ApiToken, Session, User } from '../db/entities.js';
+import type { PageRequest } from '../db/page.js';
 import {
+  apiTokenPage,
+  countApiTokens,
   credentialUser,
+  deleteApiToken,
+  deleteSession,
   findCredential,
+  insertApiToken,
+  insertSession,
+  sessionPage,
   touchApiToken,
   touchSession,
   type CredentialKind,
   type CredentialRow,
-} from '../db/queries/credentials.js';
+} from '../db/repositories/accounts.js';
+import { lockUser, transaction } from '../db/transaction.js';
 import { NotFound, Unauthenticated } from '../errors.js';
 import { refuseAtCap, type Limits } from './limits.js';
-import { findPage, type PageRequest } from '../db/page.js';
-import { lockUser, transaction } from '../db/transaction.js';
 
 const SESSION_IDLE_DAYS = 30;
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -60,11 +67,11 @@ function mintToken(kind: CredentialKind): { token: string; tokenHash: string } {
   return mintSecret(PREFIX[kind]);
 }
 
-export function openSession(em: EntityManager, user: User, device: Device): { session: Session; token: string } {
+/** Opens a session of the user from `device`, written at once: the session and its token, shown once. */
+export async function openSession(em: EntityManager, user: User, device: Device): Promise<{ session: Session; token: string }> {
   const { token, tokenHash } = mintToken('session');
   const now = new Date();
-  const session = em.create(Session, {
-    user,
+  const session = await insertSession(em, user, {
     tokenHash,
     userAgent: device.userAgent?.slice(0, 512) ?? null,
     ip: device.ip ?? null,
@@ -141,7 +148,7 @@ class ResolvedCaller implements Caller {
 
 /** Logout: the session row is also its device record, so deleting it forgets both. */
 export async function closeSession(em: EntityManager, sessionId: string): Promise<void> {
-  await em.nativeDelete(Session, { id: sessionId });
+  await deleteSession(em, sessionId);
 }
 
 /**
@@ -149,7 +156,7 @@ export async function closeSession(em: EntityManager, sessionId: string): Promis
  * until revoked). The user's row is locked while its tokens are counted, so concurrent mints pass
  * the cap one at a time.
  */
-export async function createApiToken(
+export async function mintApiToken(
   em: EntityManager,
   user: User,
   input: { name: string; expiresInDays?: number | undefined },
@@ -157,39 +164,35 @@ export async function createApiToken(
 ): Promise<{ apiToken: ApiToken; token: string }> {
   return transaction(em, async (tx) => {
     await lockUser(tx, user.id);
-    const tokens = await tx.count(ApiToken, { user });
+    const tokens = await countApiTokens(tx, user.id);
     refuseAtCap(limits, 'apiTokensPerUser', tokens, `You have ${tokens} API tokens`);
     const { token, tokenHash } = mintToken('api');
     const now = new Date();
-    const apiToken = tx.create(ApiToken, {
-      user,
+    const apiToken = await insertApiToken(tx, user, {
       name: input.name,
       tokenHash,
       createdAt: now,
-      lastUsedAt: null,
       expiresAt: input.expiresInDays ? new Date(now.getTime() + input.expiresInDays * DAY_MS) : null,
     });
-    await tx.flush();
     return { apiToken, token };
   });
 }
 
-export async function listApiTokens(em: EntityManager, user: User, page: PageRequest): Promise<ApiToken[]> {
-  return findPage(em, ApiToken, { user }, page);
+/** The user's API tokens, newest first. */
+export function apiTokensOf(em: EntityManager, user: User, page: PageRequest): Promise<ApiToken[]> {
+  return apiTokenPage(em, user.id, page);
 }
 
 export async function revokeApiToken(em: EntityManager, user: User, id: string): Promise<void> {
-  const deleted = await em.nativeDelete(ApiToken, { id, user });
-  if (deleted === 0) throw new NotFound('No API token with this id.');
+  if (!(await deleteApiToken(em, user.id, id))) throw new NotFound('No API token with this id.');
 }
 
 /** The user's sessions that have not expired, newest first. */
-export async function listSessions(em: EntityManager, user: User, page: PageRequest): Promise<Session[]> {
-  return findPage(em, Session, { user, expiresAt: { $gt: new Date() } }, page);
+export function sessionsOf(em: EntityManager, user: User, page: PageRequest): Promise<Session[]> {
+  return sessionPage(em, user.id, page);
 }
 
 /** Ends one of the user's sessions, deleting it with its device record; 404 for another user's or an unknown id. */
 export async function endSession(em: EntityManager, user: User, id: string): Promise<void> {
-  const deleted = await em.nativeDelete(Session, { id, user });
-  if (deleted === 0) throw new NotFound('No session with this id.');
+  if (!(await deleteSession(em, id, user.id))) throw new NotFound('No session with this id.');
 }

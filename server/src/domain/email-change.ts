@@ -17,6 +17,8 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import {
+  deleteSessionsOf,
+  findUserIdByUsername,
   issueEmailRevert,
   makeRoomForEmailRevert,
   reissueEmailChange,
@@ -25,9 +27,8 @@ import {
   takeEmailChange,
   takeEmailRevert,
   voidEmailChange,
-} from '../db/queries/email-changes.js';
-import { deleteSessionsOf, voidResetTokens } from '../db/queries/password-resets.js';
-import { findUserIdByUsername } from '../db/queries/users.js';
+  voidResetTokens,
+} from '../db/repositories/accounts.js';
 import { InvalidEmailToken } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { MailOutbox } from '../mail/outbox.js';
@@ -143,7 +144,7 @@ export class EmailChanges {
  * a new token good for an hour; NoPendingEmailChange when there is none.
  */
 export async function operatorEmailLink(em: EntityManager, username: string, confirmUrl: string | undefined): Promise<string> {
-  const userId = await findUserIdByUsername(em, username.toLowerCase());
+  const userId = await findUserIdByUsername(em, username);
   const { token, tokenHash } = mintSecret('emc_');
   const address = userId && (await reissueEmailChange(em, userId, tokenHash, EMAIL_CHANGE_TTL_MS));
   if (!address) throw new NoPendingEmailChange(`no pending e-mail change for the username "${username}"`);

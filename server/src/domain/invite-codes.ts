@@ -4,8 +4,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { InviteCode } from '../db/entities.js';
-import { takeInviteCodeUse } from '../db/queries/invite-codes.js';
+import { allInviteCodes, insertInviteCode, takeInviteCodeUse } from '../db/repositories/invite-codes.js';
 
 /** Input that breaks a rule below; its message is fit to show to the operator as is. */
 export class InviteCodeInputError extends Error {}
@@ -78,19 +77,12 @@ export async function createInviteCode(em: EntityManager, input: CreateInviteCod
   const { uses, expiresInDays } = checkCreateInviteCodeInput(input);
   const expiresAt = expiresInDays === undefined ? null : new Date(Date.now() + expiresInDays * DAY_MS);
   const code = `inv_${randomBase32()}`;
-  const row = em.create(InviteCode, {
-    codeHash: hashInviteCode(code),
-    hint: code.slice(0, 8),
-    usesTotal: uses,
-    usesLeft: uses,
-    expiresAt,
-  });
-  await em.flush();
+  const row = await insertInviteCode(em, { codeHash: hashInviteCode(code), hint: code.slice(0, 8), uses, expiresAt });
   return { code, id: row.id, hint: row.hint, uses, expires_at: expiresAt };
 }
 
 export async function listInviteCodes(em: EntityManager): Promise<InviteCodeRow[]> {
-  const rows = await em.find(InviteCode, {}, { orderBy: { createdAt: 'desc', id: 'desc' } });
+  const rows = await allInviteCodes(em);
   return rows.map((r) => ({
     id: r.id,
     hint: r.hint,

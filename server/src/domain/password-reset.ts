@@ -11,9 +11,16 @@
  * password is changed.
  */
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { voidEmailChange } from '../db/queries/email-changes.js';
-import { deleteSessionsOf, issueResetToken, setPasswordHash, takeResetToken } from '../db/queries/password-resets.js';
-import { findUserByEmail, findUserIdByUsername } from '../db/queries/users.js';
+import { unitOfWork } from '../db/orm.js';
+import {
+  deleteSessionsOf,
+  findUserByEmail,
+  findUserIdByUsername,
+  issueResetToken,
+  setPasswordHash,
+  takeResetToken,
+  voidEmailChange,
+} from '../db/repositories/accounts.js';
 import { InvalidResetToken } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { MailOutbox } from '../mail/outbox.js';
@@ -46,7 +53,7 @@ async function issueToken(em: EntityManager, userId: string): Promise<string> {
 
 /** The operator's `reset-link <username>`: a link with a new token for that user; UnknownUserError when there is none. */
 export async function operatorResetLink(em: EntityManager, username: string, baseUrl: string | undefined): Promise<string> {
-  const userId = await findUserIdByUsername(em, username.toLowerCase());
+  const userId = await findUserIdByUsername(em, username);
   if (!userId) throw new UnknownUserError(`no user with the username "${username}"`);
   return resetLink(baseUrl, await issueToken(em, userId));
 }
@@ -61,13 +68,13 @@ export class PasswordResets {
 
   /** Starts the work of a reset request for `email` and returns at once; never fails. */
   request(email: string): void {
-    if (!this.outbox.post('password reset', (mailer) => this.mail(mailer, email.toLowerCase()))) {
+    if (!this.outbox.post('password reset', (mailer) => this.mail(mailer, email))) {
       this.logger.info('password reset asked for; no mail sent (SMTP_URL unset, or too many still being sent)');
     }
   }
 
   private async mail(mailer: Mailer, email: string): Promise<void> {
-    const em = this.orm.em.fork();
+    const em = unitOfWork(this.orm);
     const user = await findUserByEmail(em, email);
     if (!user) return;
     const link = resetLink(this.settings.linkBase, await issueToken(em, user.id));

@@ -1,12 +1,6 @@
 import { Forbidden } from '../errors.js';
 import type { Handler } from '../http/handler-types.js';
-import {
-  callerFromHeader,
-  closeSession,
-  createApiToken as mintApiToken,
-  listApiTokens as findApiTokens,
-  revokeApiToken,
-} from '../domain/credentials.js';
+import { apiTokensOf, callerFromHeader, closeSession, mintApiToken, revokeApiToken } from '../domain/credentials.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
 import { presentApiToken, presentCreatedApiToken, presentSessionGrant } from '../presenters/account.js';
 
@@ -37,7 +31,7 @@ export const createApiToken: Handler<'createApiToken'> = async ({ body, caller, 
 
 export const listApiTokens: Handler<'listApiTokens'> = async ({ query, caller, em }) => {
   const page = pageRequest(query);
-  const rows = await findApiTokens(em, caller.user, page);
+  const rows = await apiTokensOf(em, caller.user, page);
   return { status: 200, data: toPage(rows, page.limit, presentApiToken) };
 };
 

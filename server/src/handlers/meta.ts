@@ -1,6 +1,6 @@
 import openApiDocument from '../../../spec/generated/openapi.json' with { type: 'json' };
 import { Unavailable } from '../errors.js';
-import { pingDatabase } from '../domain/health.js';
+import { ping } from '../db/health.js';
 import type { Handler } from '../http/handler-types.js';
 
 export const getRoot: Handler<'getRoot'> = async () => ({
@@ -28,7 +28,7 @@ const READINESS_BOUND_MS = 1_500;
  * (every connection busy, or waiting on a stalled server); else 503 at the bound.
  */
 export const getReadiness: Handler<'getReadiness'> = async ({ em }) => {
-  const check = pingDatabase(em);
+  const check = ping(em);
   // A check that loses the race still ends within the pool's own bounds; its failure then goes unobserved.
   check.catch(() => undefined);
   let timer: NodeJS.Timeout | undefined;

@@ -1,11 +1,11 @@
 import type { Handler } from '../http/handler-types.js';
-import { endSession, listSessions as findSessions } from '../domain/credentials.js';
+import { endSession, sessionsOf } from '../domain/credentials.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
 import { presentSession } from '../presenters/account.js';
 
 export const listSessions: Handler<'listSessions'> = async ({ query, caller, em }) => {
   const page = pageRequest(query);
-  const rows = await findSessions(em, caller.user, page);
+  const rows = await sessionsOf(em, caller.user, page);
   return { status: 200, data: toPage(rows, page.limit, (session) => presentSession(session, caller.credentialId)) };
 };
 

@@ -16,6 +16,7 @@
  */
 import type { Context, Middleware } from 'koa';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { unitOfWork } from '../db/orm.js';
 import type { Caller, Device } from '../domain/credentials.js';
 import { claimLeaseMs } from '../domain/idempotency.js';
 import { Internal } from '../errors.js';
@@ -63,7 +64,7 @@ export function dispatch({ contract, orm, rateLimits }: Pipeline, handlers: Hand
     // handlers/index.ts has a handler for every operation of the generated contract the service loads.
     if (!hasHandler(handlers, operationId)) throw new Internal();
     let forked: EntityManager | undefined;
-    const em = () => (forked ??= orm.em.fork());
+    const em = () => (forked ??= unitOfWork(orm));
     const authorization = ctx.get('Authorization') || undefined;
     const identifying = identify(op, authorization, em);
     const resolved = identifying && (await identifying);

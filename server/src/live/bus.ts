@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import { listen, type Listener, type Notify } from '../domain/notifications.js';
+import { listen, type Listener, type Notify } from '../db/listen-notify.js';
 
 export type BusMessage =
   | { kind: 'event'; projectId: string; eventId: string }

@@ -24,6 +24,7 @@
  */
 import { PassThrough, type Readable } from 'node:stream';
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { unitOfWork } from '../db/orm.js';
 import type { Logger } from 'pino';
 import { eventsAfter, latestEventId } from '../domain/events.js';
 import type { StreamViewer } from '../domain/stream-access.js';
@@ -135,7 +136,7 @@ export class LiveStreams {
   }
 
   private async latestId(projectId: string): Promise<string> {
-    return (await latestEventId(this.orm.em.fork(), projectId)) ?? NIL;
+    return (await latestEventId(unitOfWork(this.orm), projectId)) ?? NIL;
   }
 
   private receive(message: BusMessage): void {
@@ -168,7 +169,7 @@ export class LiveStreams {
     const key = `${projectId}/${cursor}/${generation}`;
     let read = this.reads.get(key);
     if (!read) {
-      read = eventsAfter(this.orm.em.fork(), projectId, cursor, BATCH).then((events) =>
+      read = eventsAfter(unitOfWork(this.orm), projectId, cursor, BATCH).then((events) =>
         events.map((event) => ({ id: event.id, text: `id: ${event.id}\nevent: event\ndata: ${JSON.stringify(presentEvent(event))}\n\n` })),
       );
       this.reads.set(key, read);

@@ -2,7 +2,7 @@ import { mkdtemp, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Database } from '../db/orm.js';
+import { unitOfWork, type Database } from '../db/orm.js';
 import { createInviteCode, InviteCodeInputError, listInviteCodes } from '../domain/invite-codes.js';
 import { NoPendingEmailChange, operatorEmailLink } from '../domain/email-change.js';
 import { operatorResetLink, UnknownUserError } from '../domain/password-reset.js';
@@ -60,7 +60,7 @@ export async function startOperatorChannel(
 
   async function handle(req: IncomingMessage): Promise<{ status: number; body: unknown }> {
     const route = `${req.method} ${new URL(req.url ?? '/', 'http://operator').pathname}`;
-    const em = db.orm.em.fork();
+    const em = unitOfWork(db.orm);
     if (route === 'GET /invite-codes') return { status: 200, body: await listInviteCodes(em) };
     if (route === 'POST /invite-codes') {
       const input = await readJson(req);

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import type { Config } from '../config.js';
 import { isOwnerAliveHere } from '../db/lock.js';
-import { openDatabase } from '../db/orm.js';
+import { openDatabase, unitOfWork } from '../db/orm.js';
 import {
   createInviteCode,
   InviteCodeInputError,
@@ -42,10 +42,10 @@ export async function withOperatorStore<T>(config: Config, logger: Logger, fn: (
   try {
     return await fn({
       via: db.description,
-      create: (input) => createInviteCode(db.orm.em.fork(), input),
-      list: () => listInviteCodes(db.orm.em.fork()),
-      resetLink: (username) => operatorResetLink(db.orm.em.fork(), username, config.passwordReset.url),
-      emailLink: (username) => operatorEmailLink(db.orm.em.fork(), username, config.emailChange.confirmUrl),
+      create: (input) => createInviteCode(unitOfWork(db.orm), input),
+      list: () => listInviteCodes(unitOfWork(db.orm)),
+      resetLink: (username) => operatorResetLink(unitOfWork(db.orm), username, config.passwordReset.url),
+      emailLink: (username) => operatorEmailLink(unitOfWork(db.orm), username, config.emailChange.confirmUrl),
     });
   } finally {
     await db.close();

@@ -1,16 +1,23 @@
 /**
- * PostgreSQL's NOTIFY and LISTEN: sending a notification on a connection of the pool, and a
- * connection of its own that listens on one channel until it is lost or closed.
+ * PostgreSQL's NOTIFY and LISTEN, how the instances on one database tell each other about
+ * committed changes (the live bus, live/bus.ts, runs on it): a notification is sent on a connection
+ * of the service's own pool, which reconnects on its own, so sending never waits for a listener; it
+ * is received on a connection of its own that listens on one channel until it is lost or closed.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import pg from 'pg';
-import type { Config } from '../../config.js';
-import { pgConnectionOptions } from '../orm.js';
-import { query } from '../raw.js';
+import type { Config } from '../config.js';
+import { pgConnectionOptions, unitOfWork, type Database } from './orm.js';
+import { query } from './raw.js';
 
-/** Sends `payload` to every session that listens on `channel`, this instance's included. */
-export async function notify(em: EntityManager, channel: string, payload: string): Promise<void> {
-  await query(em, 'select pg_notify(?, ?)', [channel, payload]);
+/** Sends `payload` on `channel` to every instance listening, this one included. */
+export type Notify = (channel: string, payload: string) => Promise<unknown>;
+
+/** Notifications sent on the database's own pool. */
+export function notifyThrough(db: Pick<Database, 'orm'>): Notify {
+  // A context of its own, never a request's transaction; it holds no entities, so one serves every notification.
+  const em: EntityManager = unitOfWork(db.orm);
+  return (channel, payload) => query(em, 'select pg_notify(?, ?)', [channel, payload]);
 }
 
 /** A connection that listens on one channel until it is lost or closed. */
