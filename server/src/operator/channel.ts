@@ -2,6 +2,7 @@ import { mkdtemp, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { unitOfWork, type Database } from '../db/orm.js';
 import { createInviteCode, InviteCodeInputError, listInviteCodes } from '../domain/invite-codes.js';
 import { NoPendingEmailChange, operatorEmailLink } from '../domain/email-change.js';
@@ -58,6 +59,12 @@ export async function startOperatorChannel(
       });
   });
 
+  /** The links a user's username makes, by route. */
+  const LINKS: Partial<Record<string, { what: string; make(em: EntityManager, username: string): Promise<string> }>> = {
+    'POST /reset-links': { what: 'password reset link', make: (em, username) => operatorResetLink(em, username, pages.passwordResetUrl) },
+    'POST /email-links': { what: 'e-mail change link', make: (em, username) => operatorEmailLink(em, username, pages.emailConfirmUrl) },
+  };
+
   async function handle(req: IncomingMessage): Promise<{ status: number; body: unknown }> {
     const route = `${req.method} ${new URL(req.url ?? '/', 'http://operator').pathname}`;
     const em = unitOfWork(db.orm);
@@ -68,18 +75,12 @@ export async function startOperatorChannel(
       logger.info({ id: created.id, hint: created.hint }, 'invite code created by operator');
       return { status: 201, body: created };
     }
-    if (route === 'POST /reset-links') {
+    const links = LINKS[route];
+    if (links) {
       const { username } = await readJson(req);
       if (typeof username !== 'string') throw new HttpError(400, 'username must be a string');
-      const link = await operatorResetLink(em, username, pages.passwordResetUrl);
-      logger.info('password reset link made by operator');
-      return { status: 201, body: { link } };
-    }
-    if (route === 'POST /email-links') {
-      const { username } = await readJson(req);
-      if (typeof username !== 'string') throw new HttpError(400, 'username must be a string');
-      const link = await operatorEmailLink(em, username, pages.emailConfirmUrl);
-      logger.info('e-mail change link made by operator');
+      const link = await links.make(em, username);
+      logger.info(`${links.what} made by operator`);
       return { status: 201, body: { link } };
     }
     throw new HttpError(404, 'not found');
