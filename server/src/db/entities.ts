@@ -1,5 +1,6 @@
 import { defineEntity, type InferEntity } from '@mikro-orm/core';
 import { v7 } from 'uuid';
+import type { components } from '../../../spec/generated/openapi.js';
 
 /**
  * Table definitions. The schema itself is owned by the hand-written migrations in ./migrations;
@@ -141,7 +142,8 @@ export const Feed = defineEntity({
   uniques: [{ name: 'feeds_project_name_unique', properties: ['project', 'name'] }],
 });
 
-export type TagValue = string | number | boolean;
+/** A tag's value, as the contract defines it. */
+export type TagValue = components['schemas']['TagValue'];
 
 /** Something that happened in the user's own product, published to one of the project's feeds. */
 export const Event = defineEntity({
@@ -179,7 +181,8 @@ export const ProjectInvite = defineEntity({
   uniques: [{ name: 'project_invites_project_user_unique', properties: ['project', 'user'] }],
 });
 
-export type InsightValue = number | boolean | string;
+/** An insight's value, as the contract defines it. */
+export type InsightValue = components['schemas']['InsightValue'];
 
 export const Insight = defineEntity({
   name: 'Insight',

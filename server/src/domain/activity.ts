@@ -1,8 +1,8 @@
 /** The project's append-only log. Records are written with the change they describe, in its transaction. */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Activity, type Project, type User } from '../db/entities.js';
-import { activityPage, type ActivityRow } from '../db/queries/activity.js';
+import type { Project, User } from '../db/entities.js';
 import { decodeCursor, type PageRequest } from '../db/page.js';
+import { activityPage, addActivityRecord, type ActivityRow } from '../db/repositories/activity.js';
 
 export type { ActivityRow };
 
@@ -24,7 +24,10 @@ export type ActivityType =
   | 'billing.changed'
   | 'project.owner_changed';
 
-/** Adds a record to the unit of work of `em`: it is written by that transaction's flush, or not at all. */
+/**
+ * Adds a record to the unit of work of `em`: it is written by that transaction's flush (every
+ * transaction flushes before it commits), or not at all.
+ */
 export function recordActivity(
   em: EntityManager,
   project: Project,
@@ -32,10 +35,10 @@ export function recordActivity(
   type: ActivityType,
   data: Record<string, unknown>,
 ): void {
-  em.create(Activity, { project, actor, type, data });
+  addActivityRecord(em, project, actor, type, data);
 }
 
-/** A page of the log, newest first, each record with its actor; the cursor's page costs the same at any depth. */
-export async function listActivity(em: EntityManager, projectId: string, page: PageRequest): Promise<ActivityRow[]> {
+/** A page of the project's log, newest first, each record with its actor; the cursor's page costs the same at any depth. */
+export async function activityOf(em: EntityManager, projectId: string, page: PageRequest): Promise<ActivityRow[]> {
   return activityPage(em, projectId, decodeCursor(page.cursor), page.limit + 1);
 }

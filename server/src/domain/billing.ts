@@ -2,8 +2,10 @@
  * Stripe's webhook events applied to projects: `tier` and `billing_id` kept in step with the
  * subscription. Each event runs in one transaction that first records its id in `stripe_events`:
  * a redelivered or replayed event finds its id there and changes nothing, and a change that fails
- * leaves no id behind, so Stripe's next delivery tries again. The project row is locked for the
- * change, as a delete locks it, so an event and a delete of the same project never interleave.
+ * leaves no id behind, so Stripe's next delivery tries again (as does `transaction`'s own retry,
+ * when PostgreSQL aborts it as a deadlock). The project row is locked for the change (FOR UPDATE,
+ * as a delete locks it, before the project is read: db/transaction.ts), so an event and a delete of
+ * the same project never interleave.
  *
  * Stripe does not deliver in order. A subscription's own events (`customer.subscription.*`) keep
  * its last known status and tier in `stripe_subscriptions`, with the `created` time of the event
@@ -18,10 +20,17 @@
  * depends on the stripe package.
  */
 import { createHash } from 'node:crypto';
-import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Project, StripeSubscription } from '../db/entities.js';
-import { claimStripeEvent, rememberSubscription } from '../db/queries/billing.js';
+import type { Project } from '../db/entities.js';
+import {
+  claimStripeEvent,
+  findSubscription,
+  lockProjectForPlan,
+  projectIdWithSubscription,
+  rememberSubscription,
+  setProjectPlan,
+} from '../db/repositories/billing.js';
+import { transaction } from '../db/transaction.js';
 import { AlreadySubscribed, InvalidRequest, NoSubscription } from '../errors.js';
 import { recordActivity } from './activity.js';
 
@@ -57,17 +66,19 @@ export type EventOutcome =
 const PAYING_STATUSES = new Set(['active', 'trialing']);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-function record(value: unknown): Record<string, unknown> | undefined {
+/** `value` as a JSON object, or undefined when it is anything else (an array, null, a scalar). */
+function asObject(value: unknown): Record<string, unknown> | undefined {
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
 }
 
-function text(value: unknown): string | undefined {
+/** `value` when it is a non-empty string, else undefined. */
+function nonEmptyString(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
 /** An id field Stripe sends either as the id or as the expanded object. */
 function idOf(value: unknown): string | undefined {
-  return text(value) ?? text(record(value)?.id);
+  return nonEmptyString(value) ?? nonEmptyString(asObject(value)?.id);
 }
 
 /**
@@ -77,87 +88,100 @@ function idOf(value: unknown): string | undefined {
  */
 export function tierOf(subscription: Record<string, unknown>, priceTiers: ReadonlyMap<string, number>): number {
   if (!PAYING_STATUSES.has(String(subscription.status))) return 0;
-  const items = record(subscription.items)?.data;
+  const items = asObject(subscription.items)?.data;
   let tier = 0;
   for (const item of Array.isArray(items) ? items : []) {
-    const price = idOf(record(item)?.price);
+    const price = idOf(asObject(item)?.price);
     const mapped = price === undefined ? undefined : priceTiers.get(price);
     if (mapped !== undefined && mapped > tier) tier = mapped;
   }
   return tier;
 }
 
-/** Applies one verified event, at most once per event id. Unknown projects, subscriptions and event types are ignored. */
+/**
+ * Applies one verified event, at most once per event id, in one transaction (run again, whole,
+ * when PostgreSQL aborts it as a deadlock: the claim of the id is undone with the rest). Unknown
+ * projects, subscriptions and event types are ignored.
+ */
 export async function applyWebhookEvent(
   em: EntityManager,
   priceTiers: ReadonlyMap<string, number>,
   event: WebhookEvent,
 ): Promise<EventOutcome> {
-  return em.transactional(async (tx) => {
+  return transaction(em, async (tx): Promise<EventOutcome> => {
     // Claims the event id. A concurrent delivery of the same event waits here for this transaction
     // and then finds the id taken.
-    if (!(await claimStripeEvent(tx, event.id, event.type, new Date()))) return { outcome: 'duplicate' } as const;
-
-    const outcome = await apply(tx, priceTiers, event);
-    await tx.flush();
-    return outcome;
+    if (!(await claimStripeEvent(tx, event.id, event.type, new Date()))) return { outcome: 'duplicate' };
+    switch (event.type) {
+      case 'checkout.session.completed':
+        return completeCheckout(tx, event);
+      case 'customer.subscription.created':
+      case 'customer.subscription.updated':
+      case 'customer.subscription.deleted':
+        return followSubscription(tx, priceTiers, event);
+      default:
+        return { outcome: 'ignored', reason: 'event type not handled' };
+    }
   });
 }
 
-async function apply(tx: EntityManager, priceTiers: ReadonlyMap<string, number>, event: WebhookEvent): Promise<EventOutcome> {
+/** `checkout.session.completed`: the project named by the session takes its subscription, and the subscription's tier if known. */
+async function completeCheckout(tx: EntityManager, event: WebhookEvent): Promise<EventOutcome> {
   const object = event.object;
-  switch (event.type) {
-    case 'checkout.session.completed': {
-      const projectId = text(object.client_reference_id);
-      const subscription = idOf(object.subscription);
-      if (!projectId || !UUID.test(projectId)) return { outcome: 'ignored', reason: 'no project id in client_reference_id' };
-      if (!subscription) return { outcome: 'ignored', reason: 'the session created no subscription' };
-      const project = await tx.findOne(Project, { id: projectId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
-      if (!project) return { outcome: 'ignored', reason: 'unknown project' };
-      // A subscription belongs to one project (billing_id is unique): never move it to a second one.
-      const holder = await tx.findOne(Project, { billingId: subscription, id: { $ne: project.id } }, { fields: ['id'] });
-      if (holder) return { outcome: 'ignored', reason: 'the subscription already belongs to another project' };
-      const known = await tx.findOne(StripeSubscription, { id: subscription }, { refresh: true });
-      if (known?.status === 'canceled') return { outcome: 'ignored', reason: 'the subscription was deleted before its checkout completed' };
-      // The subscription's own events may have come first: they know its tier.
-      const tier = known ? known.tier : project.tier;
-      if (project.billingId === subscription && project.tier === tier) return { outcome: 'unchanged', projectId: project.id };
-      // A project that already had another subscription: the new one replaces it here (the
-      // activity record keeps the old id, and the log warns: that one may still be billing).
-      const replaced = project.billingId && project.billingId !== subscription ? project.billingId : undefined;
-      return change(tx, project, event, { tier, billingId: subscription }, replaced);
-    }
-    case 'customer.subscription.created':
-    case 'customer.subscription.updated':
-    case 'customer.subscription.deleted': {
-      const subscription = text(object.id);
-      if (!subscription) return { outcome: 'ignored', reason: 'no subscription id' };
-      const deleted = event.type === 'customer.subscription.deleted';
-      const tier = deleted ? 0 : tierOf(object, priceTiers);
-      const status = deleted ? 'canceled' : (text(object.status) ?? 'unknown');
-      if (!(await rememberSubscription(tx, { id: subscription, status, tier, eventCreated: new Date(event.created * 1000) }))) {
-        return { outcome: 'ignored', reason: 'older than the last event applied to this subscription, or it was canceled' };
-      }
-      const project = await tx.findOne(Project, { billingId: subscription }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
-      if (!project) return { outcome: 'ignored', reason: 'no project has this subscription (yet)' };
-      if (deleted) return change(tx, project, event, { tier: 0, billingId: null });
-      if (tier === project.tier) return { outcome: 'unchanged', projectId: project.id };
-      return change(tx, project, event, { tier, billingId: subscription });
-    }
-    default:
-      return { outcome: 'ignored', reason: 'event type not handled' };
-  }
+  const projectId = nonEmptyString(object.client_reference_id);
+  const subscription = idOf(object.subscription);
+  if (!projectId || !UUID.test(projectId)) return { outcome: 'ignored', reason: 'no project id in client_reference_id' };
+  if (!subscription) return { outcome: 'ignored', reason: 'the session created no subscription' };
+  const project = await lockProjectForPlan(tx, projectId);
+  if (!project) return { outcome: 'ignored', reason: 'unknown project' };
+  // A subscription belongs to one project (billing_id is unique): never move it to a second one.
+  if (await projectIdWithSubscription(tx, subscription, project.id))
+    return { outcome: 'ignored', reason: 'the subscription already belongs to another project' };
+  const known = await findSubscription(tx, subscription);
+  if (known?.status === 'canceled') return { outcome: 'ignored', reason: 'the subscription was deleted before its checkout completed' };
+  // The subscription's own events may have come first: they know its tier.
+  const tier = known ? known.tier : project.tier;
+  if (project.billingId === subscription && project.tier === tier) return { outcome: 'unchanged', projectId: project.id };
+  // A project that already had another subscription: the new one replaces it here (the
+  // activity record keeps the old id, and the log warns: that one may still be billing).
+  const replaced = project.billingId && project.billingId !== subscription ? project.billingId : undefined;
+  return changePlan(tx, project, event, { tier, billingId: subscription }, replaced);
 }
 
-function change(
+/**
+ * `customer.subscription.*`: the subscription's state is remembered (unless the event is older than
+ * the last one applied), and the project that has it follows its tier, or loses it when deleted.
+ */
+async function followSubscription(tx: EntityManager, priceTiers: ReadonlyMap<string, number>, event: WebhookEvent): Promise<EventOutcome> {
+  const object = event.object;
+  const subscription = nonEmptyString(object.id);
+  if (!subscription) return { outcome: 'ignored', reason: 'no subscription id' };
+  const deleted = event.type === 'customer.subscription.deleted';
+  const tier = deleted ? 0 : tierOf(object, priceTiers);
+  const status = deleted ? 'canceled' : (nonEmptyString(object.status) ?? 'unknown');
+  if (!(await rememberSubscription(tx, { id: subscription, status, tier, eventCreated: new Date(event.created * 1000) }))) {
+    return { outcome: 'ignored', reason: 'older than the last event applied to this subscription, or it was canceled' };
+  }
+  const noProject = { outcome: 'ignored', reason: 'no project has this subscription (yet)' } as const;
+  const projectId = await projectIdWithSubscription(tx, subscription);
+  if (!projectId) return noProject;
+  const project = await lockProjectForPlan(tx, projectId);
+  // Deleted, or its subscription changed, between the read and the lock.
+  if (!project || project.billingId !== subscription) return noProject;
+  if (deleted) return changePlan(tx, project, event, { tier: 0, billingId: null });
+  if (tier === project.tier) return { outcome: 'unchanged', projectId: project.id };
+  return changePlan(tx, project, event, { tier, billingId: subscription });
+}
+
+/** Sets the project's tier and subscription, and records the change in its log. */
+async function changePlan(
   tx: EntityManager,
   project: Project,
   event: WebhookEvent,
   next: { tier: number; billingId: string | null },
   replaced?: string,
-): EventOutcome {
-  project.tier = next.tier;
-  project.billingId = next.billingId;
+): Promise<EventOutcome> {
+  await setProjectPlan(tx, project, next);
   recordActivity(tx, project, null, 'billing.changed', {
     event: event.type,
     event_id: event.id,

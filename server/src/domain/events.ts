@@ -1,27 +1,23 @@
 /** Events: published by the user's own code to a feed, read back newest first. */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { v7 } from 'uuid';
-import { Feed, type Project, type TagValue } from '../db/entities.js';
-import { eventsAfter, eventsPage, insertEvents, latestEventId, publicationTargets, type EventRow } from '../db/queries/events.js';
+import type { components, operations } from '../../../spec/generated/openapi.js';
+import type { Project, TagValue } from '../db/entities.js';
+import { decodeCursor, type PageRequest } from '../db/page.js';
+import { eventsPage, findFeed, insertEvents, publicationTargets, type EventRow } from '../db/repositories/events.js';
+import { lockProject, transaction } from '../db/transaction.js';
 import { InvalidRequest, NotFound } from '../errors.js';
 import { feedNotFound } from './feeds.js';
 import { GroupCommit, type Outcome } from './group-commit.js';
-import { decodeCursor, type PageRequest } from '../db/page.js';
-import { lockProject, transaction } from '../db/transaction.js';
 
 /** Where a new live stream of the project starts, and what it reads next. */
-export { eventsAfter, latestEventId, type EventRow };
+export { eventsAfter, latestEventId, type EventRow } from '../db/repositories/events.js';
 
 const MAX_TAGS = 20;
 const TAG_KEY = /^[a-z0-9-]{1,32}$/;
 
-export interface EventInput {
-  event: string;
-  description?: string | null | undefined;
-  emoji?: string | null | undefined;
-  tags?: Record<string, TagValue> | undefined;
-  timestamp?: string | undefined;
-}
+/** `POST /v1/projects/{namespace}/feeds/{feed}/events`'s body. */
+export type EventInput = components['schemas']['PublishEventRequest'];
 
 /**
  * The limits on tags that the contract cannot express: at most 20 of them, keys of 1–32 `[a-z0-9-]`.
@@ -45,10 +41,8 @@ function idAfter(last: string | undefined): string {
   return `${next.slice(0, 8)}-${next.slice(8, 12)}-${next.slice(12, 16)}-${next.slice(16, 20)}-${next.slice(20)}`;
 }
 
-/** One event of a batch: a single publication's fields and the name of its feed. */
-export interface BatchEventInput extends EventInput {
-  feed: string;
-}
+/** One event of a batch (`POST /v1/projects/{namespace}/events`): a single publication's fields and the name of its feed. */
+export type BatchEventInput = components['schemas']['BatchEventItem'];
 
 /** One request's events, stored together with the other requests of its project's group. */
 interface Publication {
@@ -74,8 +68,11 @@ export class EventPublisher {
 
   /** Stores an event in its feed: `publishMany` with a batch of one. */
   async publish(em: EntityManager, project: Project, feedName: string, input: EventInput): Promise<EventRow> {
-    checkTags(input.tags ?? {});
-    const [event] = await this.store(em, project, [{ ...input, feed: feedName }]);
+    // Every field of the body goes on to the batch's event: one the contract adds does not compile until it does.
+    const { event: what, description, emoji, tags, timestamp, ...unhandled } = input;
+    const _everyField: Record<string, never> = unhandled;
+    checkTags(tags ?? {});
+    const [event] = await this.store(em, project, [{ feed: feedName, event: what, description, emoji, tags, timestamp }]);
     return event!;
   }
 
@@ -129,16 +126,20 @@ async function storeGroup(publications: Publication[]): Promise<Outcome<EventRow
     const now = new Date();
     const outcomes = publications.map((publication): Outcome<EventRow[]> => {
       if (!publication.inputs.every((input) => feeds.has(input.feed))) return { ok: false, error: feedNotFound() };
-      const events = publication.inputs.map((input) => ({
-        id: (last = idAfter(last)),
-        feed: input.feed,
-        event: input.event,
-        description: input.description ?? null,
-        emoji: input.emoji ?? null,
-        tags: input.tags ?? {},
-        timestamp: input.timestamp ? new Date(input.timestamp) : now,
-        createdAt: now,
-      }));
+      const events = publication.inputs.map(({ feed, event, description, emoji, tags, timestamp, ...unhandled }) => {
+        // Every field of the contract's event is stored: one it adds does not compile until it is.
+        const _everyField: Record<string, never> = unhandled;
+        return {
+          id: (last = idAfter(last)),
+          feed,
+          event,
+          description: description ?? null,
+          emoji: emoji ?? null,
+          tags: tags ?? {},
+          timestamp: timestamp ? new Date(timestamp) : now,
+          createdAt: now,
+        };
+      });
       return { ok: true, value: events };
     });
     const rows = outcomes
@@ -149,11 +150,11 @@ async function storeGroup(publications: Publication[]): Promise<Outcome<EventRow
   });
 }
 
-export interface EventFilter {
-  feed?: string | undefined;
-  /** `key:value`; the value matches a string tag, or a number or boolean tag it spells. */
-  tag?: string | undefined;
-}
+/**
+ * `GET /v1/projects/{namespace}/events`'s filters: a feed's name, and a tag as `key:value`, whose
+ * value matches a string tag, or a number or boolean tag it spells.
+ */
+export type EventFilter = Pick<NonNullable<operations['listEvents']['parameters']['query']>, 'feed' | 'tag'>;
 
 /** The JSON documents `tags @> …` must contain for a `key:value` filter: one per type the value can be. */
 function tagCandidates(tag: string): Record<string, TagValue>[] {
@@ -168,14 +169,14 @@ function tagCandidates(tag: string): Record<string, TagValue>[] {
   return candidates;
 }
 
-/** A page of events, newest first; each filter is served by its own index ending in the id. */
-export async function listEvents(em: EntityManager, project: Project, filter: EventFilter, page: PageRequest): Promise<EventRow[]> {
+/** A page of the project's events, newest first; each filter is served by its own index ending in the id. */
+export async function eventsOf(em: EntityManager, project: Project, filter: EventFilter, page: PageRequest): Promise<EventRow[]> {
   const below = decodeCursor(page.cursor);
   const tagsContainingAny = filter.tag === undefined ? [] : tagCandidates(filter.tag);
   let feedId: string | undefined;
   if (filter.feed !== undefined) {
     // Resolved first, so the page walks (feed_id, id); an unknown feed simply matches nothing.
-    const feed = await em.findOne(Feed, { project, name: filter.feed });
+    const feed = await findFeed(em, project.id, filter.feed);
     if (!feed) return [];
     feedId = feed.id;
   }

@@ -7,10 +7,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { deleteExpiredKeys } from '../db/queries/idempotency.js';
-import { deleteEventsWithIdBelow, deleteStripeEventsBefore } from '../db/queries/retention.js';
+import { deleteStripeEventsBefore } from '../db/repositories/billing.js';
+import { deleteEventsWithIdBelow } from '../db/repositories/events.js';
 import { KEY_LIFETIME_MS } from './idempotency.js';
 
-export { tryPruneLock } from '../db/queries/retention.js';
+export { tryPruneLock } from '../db/prune-lock.js';
 
 /** How much one run deletes of a kind: `batchSize` rows a statement, at most `maxBatches` of them. */
 export interface Batches {

@@ -1,11 +1,14 @@
 import type { Handler } from '../http/handler-types.js';
 import { projectAccess } from '../domain/access.js';
-import { listActivity as list } from '../domain/activity.js';
+import { activityOf } from '../domain/activity.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
 import { presentActivity } from '../presenters/project.js';
 
 export const listActivity: Handler<'listActivity'> = async ({ params, query, caller, em, services }) => {
   const { projectId } = await projectAccess(em, caller, params.namespace, 'activity.list');
   const page = pageRequest(query);
-  return { status: 200, data: toPage(await list(em, projectId, page), page.limit, (entry) => presentActivity(entry, services.icons)) };
+  return {
+    status: 200,
+    data: toPage(await activityOf(em, projectId, page), page.limit, (entry) => presentActivity(entry, services.icons)),
+  };
 };

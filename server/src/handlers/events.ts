@@ -1,6 +1,6 @@
 import type { Handler } from '../http/handler-types.js';
 import { projectAccess } from '../domain/access.js';
-import { listEvents as list } from '../domain/events.js';
+import { eventsOf } from '../domain/events.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
 import { presentEvent } from '../presenters/project.js';
 
@@ -22,7 +22,7 @@ export const publishEvents: Handler<'publishEvents'> = async ({ params, body, ca
 export const listEvents: Handler<'listEvents'> = async ({ params, query, caller, em }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'event.list');
   const page = pageRequest(query);
-  const events = await list(em, project, { feed: query.feed, tag: query.tag }, page);
+  const events = await eventsOf(em, project, { feed: query.feed, tag: query.tag }, page);
   return { status: 200, data: toPage(events, page.limit, presentEvent) };
 };
 

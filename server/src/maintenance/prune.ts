@@ -13,7 +13,7 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import type { Database } from '../db/orm.js';
+import { unitOfWork, type Database } from '../db/orm.js';
 import {
   deleteEventsStoredBefore,
   deleteExpiredIdempotencyKeys,
@@ -197,7 +197,7 @@ export class Maintenance {
 
   private pruneStripeEvents(): Promise<number> {
     const cutoff = new Date(Date.now() - this.options.stripeEventRetentionMs);
-    return deleteStripeEventsReceivedBefore(this.db.orm.em.fork(), cutoff, {
+    return deleteStripeEventsReceivedBefore(unitOfWork(this.db.orm), cutoff, {
       batchSize: this.options.batchSize,
       maxBatches: this.options.maxBatches,
       stopping: () => this.stopped,
@@ -206,7 +206,7 @@ export class Maintenance {
 
   /** Keys used more than a day ago (domain/idempotency.ts). */
   private pruneIdempotencyKeys(): Promise<number> {
-    return deleteExpiredIdempotencyKeys(this.db.orm.em.fork(), {
+    return deleteExpiredIdempotencyKeys(unitOfWork(this.db.orm), {
       batchSize: this.options.keyBatchSize,
       maxBatches: this.options.keyMaxBatches,
       pauseMs: this.options.eventBatchPauseMs,
@@ -218,7 +218,7 @@ export class Maintenance {
   private async pruneEvents(): Promise<number> {
     if (this.config.eventRetentionDays === 0) return 0;
     const cutoff = new Date(Date.now() - this.config.eventRetentionDays * DAY_MS);
-    return deleteEventsStoredBefore(this.db.orm.em.fork(), cutoff, {
+    return deleteEventsStoredBefore(unitOfWork(this.db.orm), cutoff, {
       batchSize: this.options.eventBatchSize,
       maxBatches: this.options.eventMaxBatches,
       pauseMs: this.options.eventBatchPauseMs,

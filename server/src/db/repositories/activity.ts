@@ -1,10 +1,27 @@
 /**
- * A page of a project's log, newest first, each record with its actor: one statement walking the
- * (project_id, id) index from the cursor, so a page costs the same at any depth. Written out
- * (raw.ts says why not `find`); the records are plain values, since a page is only read.
+ * The activity aggregate: a project's append-only log (docs/development.md, Layers). A record joins
+ * the unit of work of the change it describes and is written by that transaction's flush; a page of
+ * the log is one statement walking the (project_id, id) index from the cursor, so a page costs the
+ * same at any depth. Written out (raw.ts says why not `find`); the records are plain values, since
+ * a page is only read.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { Activity, type Project, type User } from '../entities.js';
 import { query } from '../raw.js';
+
+/**
+ * Adds a record to the unit of work of `em`: the next flush writes it (a transaction flushes before
+ * it commits), or nothing does, when the transaction fails.
+ */
+export function addActivityRecord(
+  em: EntityManager,
+  project: Project,
+  actor: User | null,
+  type: string,
+  data: Record<string, unknown>,
+): void {
+  em.create(Activity, { project, actor, type, data });
+}
 
 /** A log record as its answer shows it. */
 export interface ActivityRow {

@@ -1,13 +1,67 @@
 /**
- * Events: the project's latest id (publications are ordered under the project's row lock,
+ * The events aggregate: a project's feeds, and the events published to them. Every read and write
+ * of `feeds` and `events` is here (docs/development.md, Layers), the deletion of events past their
+ * retention included.
+ *
+ * Feeds are few and changed by people: MikroORM's unit of work loads and writes them. Events take
+ * the hot path: the project's latest id (publications are ordered under the project's row lock,
  * domain/events.ts), the insert of a group of new events, a page of events for a filter, and the
- * events after a cursor that a live stream reads. Events are only ever shown, never changed, so
- * they stay plain rows: a managed entity per event would cost more than the statements, and a
- * transaction's flush would walk every one of them.
+ * events after a cursor that a live stream reads are written out. Events are only ever shown, never
+ * changed, so they stay plain rows: a managed entity per event would cost more than the
+ * statements, and a transaction's flush would walk every one of them.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { TagValue } from '../entities.js';
+import { Feed, type Project, type TagValue } from '../entities.js';
+import { findPage, type PageRequest } from '../page.js';
 import { query, sqlOnce } from '../raw.js';
+
+// ---------- Feeds ----------
+
+/** The project's feed named `name`, or null. */
+export function findFeed(em: EntityManager, projectId: string, name: string): Promise<Feed | null> {
+  return em.findOne(Feed, { project: projectId, name });
+}
+
+/** A page of the project's feeds, newest first. */
+export function feedPage(em: EntityManager, projectId: string, page: PageRequest): Promise<Feed[]> {
+  return findPage(em, Feed, { project: projectId }, page);
+}
+
+/** How many feeds the project has. */
+export function countFeeds(em: EntityManager, projectId: string): Promise<number> {
+  return em.count(Feed, { project: projectId });
+}
+
+/** A new feed of the project, written at once (so that a taken name fails here, as its 409). */
+export async function insertFeed(
+  em: EntityManager,
+  project: Project,
+  fields: { name: string; description: string | null; emoji: string | null; type: number },
+): Promise<Feed> {
+  const feed = em.create(Feed, { project, ...fields });
+  await em.flush();
+  return feed;
+}
+
+/** Sets what is given of the feed's name, description and emoji, written at once (a taken name fails here). */
+export async function updateFeedFields(
+  em: EntityManager,
+  feed: Feed,
+  changes: { name?: string; description?: string | null; emoji?: string | null },
+): Promise<Feed> {
+  if (changes.name !== undefined) feed.name = changes.name;
+  if (changes.description !== undefined) feed.description = changes.description;
+  if (changes.emoji !== undefined) feed.emoji = changes.emoji;
+  await em.flush();
+  return feed;
+}
+
+/** Deletes the feed (its events go with it, by the foreign key's cascade); false when it was gone already. */
+export async function deleteFeedRow(em: EntityManager, feedId: string): Promise<boolean> {
+  return (await em.nativeDelete(Feed, { id: feedId })) > 0;
+}
+
+// ---------- Events ----------
 
 /** An event as answers show it: its columns, and the name of its feed. */
 export interface EventRow {
@@ -141,4 +195,25 @@ export async function eventsAfter(em: EntityManager, projectId: string, cursor: 
     limit,
   ]);
   return rows.map(eventRow);
+}
+
+// ---------- Retention ----------
+
+// `= any(array(…))`, not `in (select …)`: the ids come first (an InitPlan walking the
+// primary key from its oldest end, locking as it goes), then the delete finds them by the primary
+// key again. The plan stays so with the generic plan a prepared statement may settle on, where the
+// limit is not known: `in (select …)` then became a hash join over a sequential scan of the whole
+// table. Rows another transaction holds (a project or feed being deleted, whose cascade takes them)
+// are skipped, so this never waits for a request nor makes one wait beyond its own batch.
+const DELETE_EVENTS = `with gone as (
+    delete from events where id = any(array(
+      select id from events where id < ?::uuid order by id limit ? for update skip locked
+    )) returning 1
+  )
+  select count(*)::int as n from gone`;
+
+/** Deletes at most `limit` of the oldest events whose id is below `idBelow`; how many it deleted. */
+export async function deleteEventsWithIdBelow(em: EntityManager, idBelow: string, limit: number): Promise<number> {
+  const [row] = await query<{ n: number }>(em, DELETE_EVENTS, [idBelow, limit]);
+  return row!.n;
 }
