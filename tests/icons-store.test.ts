@@ -20,7 +20,7 @@ import { pino } from 'pino';
 import { loadConfig } from '../server/src/config.js';
 import { Project, User } from '../server/src/db/entities.js';
 import { DatabaseIconRows } from '../server/src/domain/icons.js';
-import { createProject as createProjectIn, updateProject } from '../server/src/domain/projects.js';
+import { changeProject, createOwnedProject } from '../server/src/domain/projects.js';
 import { ApiError, InvalidRequest, Unavailable } from '../server/src/errors.js';
 import { cdn } from '../server/src/http/cdn.js';
 import { envelope } from '../server/src/http/envelope.js';
@@ -645,7 +645,7 @@ describe('icon store', () => {
         const sent = png(5, 5, { color: [5, 5, 5] });
         const icon = DATA_URL + sent.toString('base64');
         change = (owner) =>
-          createProjectIn(database().orm.em.fork(), failing, owner, { name: 'Full', namespace, icon }, loadConfig().limits);
+          createOwnedProject(database().orm.em.fork(), failing, owner, { name: 'Full', namespace, icon }, loadConfig().limits);
         await expectUnreachable();
         expect(await sql('select id from projects where namespace = ?', [namespace])).to.deep.equal([]);
         expect(await iconRow(sha256(storedIcon(sent)))).to.equal(undefined);
@@ -659,7 +659,7 @@ describe('icon store', () => {
         change = async (owner) => {
           const em = database().orm.em.fork();
           const row = await em.findOneOrFail(Project, { id: project.id });
-          return updateProject(em, failing, owner, row, { name: 'Renamed', icon: DATA_URL + sent.toString('base64') });
+          return changeProject(em, failing, owner, row, { name: 'Renamed', icon: DATA_URL + sent.toString('base64') });
         };
         await expectUnreachable();
         expect(await sql(PROJECT_STATE, [project.id])).to.deep.equal(before);

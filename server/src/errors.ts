@@ -55,6 +55,11 @@ export class NotFound extends ApiError {
   }
 }
 
+/** The one 404 for a project that does not exist and for one the caller is not a member of: they must read alike. */
+export function projectNotFound(): NotFound {
+  return new NotFound('No project with this namespace.');
+}
+
 export class MethodNotAllowed extends ApiError {
   constructor(allowed: string[]) {
     super(405, 'method_not_allowed', `This path answers only ${allowed.join(', ')}.`, undefined, { Allow: allowed.join(', ') });

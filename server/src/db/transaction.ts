@@ -22,7 +22,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DeadlockException, type EntityManager } from '@mikro-orm/postgresql';
 import { lockProjectRow, lockUserRow, type RowLockStrength } from './queries/row-locks.js';
-import { NotFound, Unauthenticated, Unavailable } from '../errors.js';
+import { projectNotFound, Unauthenticated, Unavailable } from '../errors.js';
 
 /**
  * How a transaction holds its project's row:
@@ -45,7 +45,7 @@ function requireTransaction(tx: EntityManager): void {
 /** Locks the project's row in `mode` until `tx` ends; 404 when the project does not exist (or was just deleted). */
 export async function lockProject(tx: EntityManager, projectId: string, mode: ProjectLock): Promise<void> {
   requireTransaction(tx);
-  if (!(await lockProjectRow(tx, projectId, mode))) throw new NotFound('No project with this namespace.');
+  if (!(await lockProjectRow(tx, projectId, mode))) throw projectNotFound();
 }
 
 /**

@@ -1,22 +1,25 @@
 /**
  * Access to the project a route names: loads the facts the rules need (policies/project.ts) and
  * hands the handler what it may act on. The project and the caller's role come in one statement;
- * the caller's pending invite is looked up only on an invite route that names the caller.
+ * the caller's pending invite is looked up only on an invite route that names the caller. A write
+ * that depends on the caller's role decides again once it holds the project's row lock
+ * (`confirmAccess`): the role read here, before any lock, may have changed by then.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Project, ProjectInvite } from '../db/entities.js';
+import type { Project, ProjectInvite, User } from '../db/entities.js';
 import {
+  findMemberRole,
   findPendingInvite,
   findProjectWithRole,
   findProjectWithRoleAndContents,
   plainProject,
   projectEntity,
   type ProjectRoleRow,
-} from '../db/queries/access.js';
-import { needsInviteFact, permit, projectNotFound, type ActingAs, type InviteeAction, type ProjectAction } from '../policies/project.js';
-import { Internal } from '../errors.js';
+} from '../db/repositories/projects.js';
+import { needsInviteFact, permit, type ActingAs, type InviteeAction, type ProjectAction } from '../policies/project.js';
+import { Internal, projectNotFound } from '../errors.js';
 import type { Caller } from './credentials.js';
-import type { ProjectFields, ProjectView } from './projects.js';
+import type { ProjectView } from './projects.js';
 
 export interface ProjectAccess {
   /** The project as a managed entity, mapped on first use: a route that needs only its id never maps it. */
@@ -72,7 +75,25 @@ export async function projectView(em: EntityManager, caller: Caller, namespace: 
   const row = await findProjectWithRoleAndContents(em, caller.userId, namespace);
   if (!row) throw projectNotFound();
   permit('project.read', { role: row.member_role ?? undefined, isSubject: false, hasPendingInvite: false });
-  return { id: row.p__id, project: plainProject(em, row) as ProjectFields, members: row.members, feeds: row.feeds };
+  return { id: row.p__id, project: plainProject(em, row), members: row.members, feeds: row.feeds };
+}
+
+/**
+ * `action`, on another user or on the project itself, decided again inside `tx` once it holds the
+ * project's row lock (transaction.ts): a write that only the owner may make acts on the caller's
+ * role as it is under the lock, not as `projectAccess` read it before (a transfer that committed in
+ * between, which holds the project's row FOR UPDATE until it commits, has made the caller a member:
+ * 403 `not_owner`; or the caller left meanwhile: 404). What the caller may do on itself (leave,
+ * decline its invite) needs no role, and is checked by the write that finds its row or not.
+ */
+export async function confirmAccess(
+  tx: EntityManager,
+  projectId: string,
+  actor: Pick<User, 'id'>,
+  action: MemberAction,
+): Promise<ActingAs> {
+  const role = await findMemberRole(tx, projectId, actor.id);
+  return permit(action, { role, isSubject: false, hasPendingInvite: false });
 }
 
 /** The facts the rules need, loaded, and the rules' decision on them. */

@@ -12,13 +12,23 @@
  * owner locks the user's row first, so the set of owned projects cannot change meanwhile.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ApiToken, Project, ProjectInvite, ProjectMember, Session, User } from '../db/entities.js';
-import { ownedProjects } from '../db/queries/members.js';
+import type { ProjectInvite, User } from '../db/entities.js';
 import { lockProjectRow } from '../db/queries/row-locks.js';
+import { credentialIdsOf, deleteUserRow } from '../db/repositories/accounts.js';
+import {
+  deleteInviteById,
+  deleteMembership,
+  invitesReceivedBy,
+  invitesSentBy,
+  membershipsOf,
+  ownedProjects,
+  projectReference,
+  writeChanges,
+} from '../db/repositories/projects.js';
+import { lockUser, transaction } from '../db/transaction.js';
 import { OwnsProjects } from '../errors.js';
 import { recordActivity, type ActivityType } from './activity.js';
 import { deleteProjectIn, type SubscriptionCanceller } from './projects.js';
-import { lockUser, transaction } from '../db/transaction.js';
 
 /** What went with the account, for the announcements that end live streams at once. */
 export interface DeletedAccount {
@@ -33,7 +43,8 @@ export interface DeletedAccount {
 /** A row given up in another project, and the activity that records it there. */
 interface GivenUp {
   projectId: string;
-  remove: (tx: EntityManager) => Promise<number>;
+  /** Deletes the row: false when someone else removed it meanwhile. */
+  remove: (tx: EntityManager) => Promise<boolean>;
   type: ActivityType;
   username: string;
 }
@@ -60,40 +71,37 @@ export async function deleteAccount(em: EntityManager, billing: SubscriptionCanc
     const left = new Set<string>();
     for (const row of givenUp) {
       // A row someone else removed meanwhile was recorded by that removal.
-      if ((await row.remove(tx)) === 0) continue;
-      recordActivity(tx, tx.getReference(Project, row.projectId), user, row.type, { username: row.username });
+      if (!(await row.remove(tx))) continue;
+      recordActivity(tx, projectReference(tx, row.projectId), user, row.type, { username: row.username });
       if (row.type === 'member.left') left.add(row.projectId);
     }
-    await tx.flush();
+    await writeChanges(tx);
 
-    const credentials = [
-      ...(await tx.find(Session, { user }, { fields: ['id'] })),
-      ...(await tx.find(ApiToken, { user }, { fields: ['id'] })),
-    ];
-    await tx.nativeDelete(User, { id: user.id });
+    const credentialIds = await credentialIdsOf(tx, user.id);
+    await deleteUserRow(tx, user.id);
     return {
       deletedProjectIds: owned.map((project) => project.id),
       leftProjectIds: [...left],
-      credentialIds: credentials.map((credential) => credential.id),
+      credentialIds,
     };
   });
 }
 
 /** The account's places in projects it does not own, and its pending invites, received and sent. */
 async function rowsGivenUp(tx: EntityManager, user: User): Promise<GivenUp[]> {
-  const memberships = await tx.find(ProjectMember, { user, role: 'member' });
-  const received = await tx.find(ProjectInvite, { user });
-  const sent = await tx.find(ProjectInvite, { invitedBy: user, user: { $ne: user } }, { populate: ['user'] });
+  const memberships = await membershipsOf(tx, user.id);
+  const received = await invitesReceivedBy(tx, user.id);
+  const sent = await invitesSentBy(tx, user.id);
   const inviteRow = (invite: ProjectInvite, type: ActivityType, username: string): GivenUp => ({
     projectId: invite.project.id,
-    remove: (t) => t.nativeDelete(ProjectInvite, { id: invite.id }),
+    remove: (t) => deleteInviteById(t, invite.id),
     type,
     username,
   });
   return [
     ...memberships.map((member): GivenUp => ({
       projectId: member.project.id,
-      remove: (t) => t.nativeDelete(ProjectMember, { id: member.id }),
+      remove: (t) => deleteMembership(t, member.id),
       type: 'member.left',
       username: user.username,
     })),

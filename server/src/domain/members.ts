@@ -1,38 +1,65 @@
-/** Membership: invites, accepting them, and leaving or being removed. */
+/**
+ * Membership: invites, accepting them, and leaving or being removed. A change only the owner may
+ * make decides again, under the project's row lock, that the caller still owns the project
+ * (access.ts `confirmAccess`): a transfer holds that lock until it commits.
+ */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ProjectInvite, ProjectMember, User, type Project } from '../db/entities.js';
-import { countMembersAndInvites } from '../db/queries/members.js';
+import type { Project, ProjectInvite, User } from '../db/entities.js';
+import type { PageRequest } from '../db/page.js';
+import { findUserByUsername } from '../db/repositories/accounts.js';
+import {
+  addInvite,
+  addMembership,
+  countMembersAndInvites,
+  countOwnedProjects,
+  deleteInviteById,
+  deleteInviteOf,
+  deleteMembership,
+  findMembership,
+  findMembershipByUsername,
+  hasPendingInvite,
+  isMember,
+  projectInvitePage,
+  receivedInvitePage,
+  setMemberRole,
+  writeChanges,
+} from '../db/repositories/projects.js';
 import { lockUserRow } from '../db/queries/row-locks.js';
+import { lockProject, lockUser, transaction } from '../db/transaction.js';
 import { Conflict, Forbidden, NotFound } from '../errors.js';
+import { confirmAccess } from './access.js';
 import { recordActivity } from './activity.js';
 import { refuseAtCap, type Limits } from './limits.js';
-import { findPage, type PageRequest } from '../db/page.js';
 import { loadProject, type ProjectView } from './projects.js';
-import { lockProject, lockUser, transaction } from '../db/transaction.js';
 
 async function userNamed(em: EntityManager, username: string): Promise<User> {
-  const user = await em.findOne(User, { username: username.toLowerCase() });
+  const user = await findUserByUsername(em, username.toLowerCase());
   if (!user) throw new NotFound('No user with this username.');
   return user;
 }
 
 const memberNotFound = () => new NotFound('No member with this username.');
 
+/** Whether `username` names `user` itself (usernames are stored lower-case, and compared without regard to case). */
+const names = (username: string, user: User) => username.toLowerCase() === user.username;
+
 /**
  * The owner removes a member, or a member removes itself (leaves). The owner stays. Returns the
  * removed user's id. Of concurrent removals of one member, only the one whose statement removed
- * the row answers 204 and records it.
+ * the row answers 204 and records it. Removing another member is the owner's: 403 `not_owner`
+ * once the caller no longer owns the project.
  */
-export async function removeMember(em: EntityManager, actor: User, project: Project, username: string): Promise<string> {
+export async function removeFromProject(em: EntityManager, actor: User, project: Project, username: string): Promise<string> {
   return transaction(em, async (tx) => {
     await lockProject(tx, project.id, 'key share');
-    const target = await tx.findOne(ProjectMember, { project, user: { username: username.toLowerCase() } }, { populate: ['user'] });
+    const leaving = names(username, actor);
+    if (!leaving) await confirmAccess(tx, project.id, actor, 'member.remove');
+    const target = await findMembershipByUsername(tx, project.id, username.toLowerCase());
     if (!target) throw memberNotFound();
     if (target.role === 'owner') throw new Conflict('owner_cannot_leave', 'The owner cannot leave or be removed from its project.');
-    if ((await tx.nativeDelete(ProjectMember, { id: target.id })) === 0) throw memberNotFound();
-    const leaving = target.user.id === actor.id;
+    if (!(await deleteMembership(tx, target.id))) throw memberNotFound();
     recordActivity(tx, project, actor, leaving ? 'member.left' : 'member.removed', { username: target.user.username });
-    await tx.flush();
+    await writeChanges(tx);
     return target.user.id;
   });
 }
@@ -41,9 +68,10 @@ export async function removeMember(em: EntityManager, actor: User, project: Proj
  * The owner invites a user; 409 `already_member`, `already_invited`, or `limit_reached` when the
  * project's members and pending invites together are as many as it may have (accepting an invite
  * turns one into the other, so the cap is counted here). Invites of a project are created one at a
- * time (the project row FOR NO KEY UPDATE), so these checks and the insert are one step.
+ * time (the project row FOR NO KEY UPDATE), so these checks and the insert are one step; 403
+ * `not_owner` once the caller no longer owns the project.
  */
-export async function createInvite(
+export async function inviteToProject(
   em: EntityManager,
   actor: User,
   project: Project,
@@ -53,27 +81,28 @@ export async function createInvite(
   const invitee = await userNamed(em, username);
   return transaction(em, async (tx) => {
     await lockProject(tx, project.id, 'no key update');
-    if (await tx.count(ProjectMember, { project, user: invitee })) {
+    await confirmAccess(tx, project.id, actor, 'invite.create');
+    if (await isMember(tx, project.id, invitee.id)) {
       throw new Conflict('already_member', 'This user is already a member of the project.');
     }
-    if (await tx.count(ProjectInvite, { project, user: invitee })) {
+    if (await hasPendingInvite(tx, project.id, invitee.id)) {
       throw new Conflict('already_invited', 'This user already has a pending invite to the project.');
     }
     const n = await countMembersAndInvites(tx, project.id);
     refuseAtCap(limits, 'membersPerProject', n, `This project has ${n} members and pending invites`);
-    const invite = tx.create(ProjectInvite, { project, user: invitee, invitedBy: actor });
+    const invite = addInvite(tx, project, invitee, actor);
     recordActivity(tx, project, actor, 'invite.created', { username: invitee.username });
-    await tx.flush();
+    await writeChanges(tx);
     return invite;
   });
 }
 
-export async function listInvites(em: EntityManager, project: Project, page: PageRequest): Promise<ProjectInvite[]> {
-  return findPage(em, ProjectInvite, { project }, page, { populate: ['user', 'invitedBy'] });
+export async function projectInvites(em: EntityManager, project: Project, page: PageRequest): Promise<ProjectInvite[]> {
+  return projectInvitePage(em, project.id, page);
 }
 
-export async function listReceivedInvites(em: EntityManager, user: User, page: PageRequest): Promise<ProjectInvite[]> {
-  return findPage(em, ProjectInvite, { user }, page, { populate: ['project', 'invitedBy'] });
+export async function invitesReceived(em: EntityManager, user: User, page: PageRequest): Promise<ProjectInvite[]> {
+  return receivedInvitePage(em, user.id, page);
 }
 
 /**
@@ -84,28 +113,32 @@ export async function listReceivedInvites(em: EntityManager, user: User, page: P
  * a membership is either there when the invitee's account is deleted, and given up with a record,
  * or never made (the account, and the credential of this request, are gone: 401).
  */
-export async function acceptInvite(em: EntityManager, invitee: User, invite: ProjectInvite): Promise<ProjectView> {
+export async function joinByInvite(em: EntityManager, invitee: User, invite: ProjectInvite): Promise<ProjectView> {
   return transaction(em, async (tx) => {
     await lockUser(tx, invitee.id);
     await lockProject(tx, invite.project.id, 'key share');
-    if ((await tx.nativeDelete(ProjectInvite, { id: invite.id })) === 0) throw new NotFound('You have no pending invite to this project.');
-    tx.create(ProjectMember, { project: invite.project, user: invitee, role: 'member' });
+    if (!(await deleteInviteById(tx, invite.id))) throw new NotFound('You have no pending invite to this project.');
+    addMembership(tx, invite.project, invitee, 'member');
     recordActivity(tx, invite.project, invitee, 'member.joined', { username: invitee.username });
-    await tx.flush();
+    await writeChanges(tx);
     return loadProject(tx, invite.project.id);
   });
 }
 
-/** The owner revokes an invite, or the invitee declines its own. */
-export async function deleteInvite(em: EntityManager, actor: User, project: Project, username: string): Promise<void> {
+/**
+ * The owner revokes an invite, or the invitee declines its own. Revoking is the owner's: 403
+ * `not_owner` once the caller no longer owns the project.
+ */
+export async function withdrawInvite(em: EntityManager, actor: User, project: Project, username: string): Promise<void> {
   await transaction(em, async (tx) => {
     await lockProject(tx, project.id, 'key share');
-    const invitee = await userNamed(tx, username).catch(() => undefined);
-    const deleted = invitee ? await tx.nativeDelete(ProjectInvite, { project, user: invitee }) : 0;
-    if (deleted === 0) throw new NotFound('No pending invite for this user.');
-    const declined = invitee!.id === actor.id;
-    recordActivity(tx, project, actor, declined ? 'invite.declined' : 'invite.revoked', { username: invitee!.username });
-    await tx.flush();
+    const declined = names(username, actor);
+    if (!declined) await confirmAccess(tx, project.id, actor, 'invite.delete');
+    // Only an unknown username is "no invite": any other failure (a timeout) is not a 404.
+    const invitee = await findUserByUsername(tx, username.toLowerCase());
+    if (!invitee || !(await deleteInviteOf(tx, project.id, invitee.id))) throw new NotFound('No pending invite for this user.');
+    recordActivity(tx, project, actor, declined ? 'invite.declined' : 'invite.revoked', { username: invitee.username });
+    await writeChanges(tx);
   });
 }
 
@@ -118,14 +151,14 @@ export async function deleteInvite(em: EntityManager, actor: User, project: Proj
  * (`project_members_one_owner`), so the old owner is made a member before the new one is made
  * owner, in one transaction: no one ever sees zero or two owners. Naming the caller changes nothing.
  */
-export async function transferOwnership(
+export async function handOverProject(
   em: EntityManager,
   actor: User,
   project: Project,
   username: string,
   limits: Limits,
 ): Promise<ProjectView> {
-  const heir = await em.findOne(User, { username: username.toLowerCase() });
+  const heir = await findUserByUsername(em, username.toLowerCase());
   if (!heir) throw memberNotFound();
   return transaction(em, async (tx) => {
     for (const id of [actor.id, heir.id].sort()) {
@@ -134,17 +167,17 @@ export async function transferOwnership(
       else if (!(await lockUserRow(tx, id))) throw memberNotFound();
     }
     await lockProject(tx, project.id, 'update');
-    const owner = await tx.findOne(ProjectMember, { project, user: actor, role: 'owner' });
+    const owner = await findMembership(tx, project.id, actor.id, 'owner');
     if (!owner) throw new Forbidden('not_owner', "Only the project's owner can do this.");
     if (heir.id === actor.id) return loadProject(tx, project.id);
-    const next = await tx.findOne(ProjectMember, { project, user: heir });
+    const next = await findMembership(tx, project.id, heir.id);
     if (!next) throw memberNotFound();
-    const owned = await tx.count(ProjectMember, { user: heir, role: 'owner' });
+    const owned = await countOwnedProjects(tx, heir.id);
     refuseAtCap(limits, 'projectsPerUser', owned, `${heir.username} owns ${owned} projects`);
-    await tx.nativeUpdate(ProjectMember, { id: owner.id }, { role: 'member' });
-    await tx.nativeUpdate(ProjectMember, { id: next.id }, { role: 'owner' });
+    await setMemberRole(tx, owner.id, 'member');
+    await setMemberRole(tx, next.id, 'owner');
     recordActivity(tx, project, actor, 'project.owner_changed', { from: actor.username, to: heir.username });
-    await tx.flush();
+    await writeChanges(tx);
     return loadProject(tx, project.id);
   });
 }

@@ -1,22 +1,35 @@
 /**
  * Projects: create (with its first feed and its owner), list, rename, re-icon, delete. Each change
  * and its activity record share one transaction; the database's unique constraint settles a race
- * for a namespace.
+ * for a namespace. A change only the owner may make decides again, under the project's row lock,
+ * that the caller still owns the project (access.ts `confirmAccess`).
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Feed, Project, ProjectMember, User } from '../db/entities.js';
-import type { ProjectContents } from '../db/queries/project-contents.js';
-import { contentsWithin } from '../db/queries/projects.js';
+import type { components } from '../../../spec/generated/openapi.js';
+import type { Project, User } from '../db/entities.js';
+import type { PageRequest } from '../db/page.js';
+import {
+  addProject,
+  countOwnedProjects,
+  deleteProjectRow,
+  getProject,
+  getProjectAfresh,
+  memberProjectsPage,
+  projectContentsWithin,
+  writeChanges,
+  type ProjectContents,
+  type ProjectFields,
+} from '../db/repositories/projects.js';
+import { lockProject, lockUser, transaction } from '../db/transaction.js';
+import { conflictOn } from '../db/unique.js';
 import type { IconStore } from '../storage/icons.js';
+import { confirmAccess } from './access.js';
 import { recordActivity } from './activity.js';
 import type { WebhookVerifier } from './billing.js';
 import { refuseAtCap, type Limits } from './limits.js';
-import { findPage, type PageRequest } from '../db/page.js';
 import { PAGE_BYTES } from './pagination.js';
-import { lockProject, lockUser, transaction } from '../db/transaction.js';
-import { conflictOn } from '../db/unique.js';
 
-export type { FeedRow, MemberRow } from '../db/queries/project-contents.js';
+export type { FeedRow, MemberRow, ProjectFields } from '../db/repositories/projects.js';
 
 /**
  * A project with what its answer shows. Members and feeds are plain rows, not managed entities: an
@@ -28,8 +41,17 @@ export interface ProjectView extends ProjectContents {
   project: ProjectFields;
 }
 
-/** A project's own fields an answer shows: a managed entity, or a plain row (domain/access.ts). */
-export type ProjectFields = Pick<Project, 'id' | 'namespace' | 'name' | 'icon' | 'tier' | 'billingId' | 'createdAt'>;
+/** A new project as the contract takes it (`POST /v1/projects`). */
+export type NewProject = components['schemas']['CreateProjectRequest'];
+
+/** Changes to a project as the contract takes them (`PATCH /v1/projects/{namespace}`); the icon as a data URL, or null to remove it. */
+export type ProjectChanges = components['schemas']['UpdateProjectRequest'];
+
+/**
+ * Holds, at compile time, that the code reads every field the contract gives a request: `rest` is
+ * what a destructuring left, and a field added to the contract and not handled lands there.
+ */
+function allFieldsHandled(_rest: Record<string, never>): void {}
 
 const NAMESPACE_TAKEN = {
   projects_namespace_unique: ['namespace_taken', 'Another project already uses this namespace.'],
@@ -53,27 +75,27 @@ export interface SubscriptionCanceller extends WebhookVerifier {
  * as many projects as a user may. The owner's row is locked while its projects are counted, so
  * concurrent creates of one user pass the cap one at a time.
  */
-export async function createProject(
+export async function createOwnedProject(
   em: EntityManager,
   icons: IconStore,
   owner: User,
-  input: { name: string; namespace: string; icon?: string | undefined },
+  input: NewProject,
   limits: Limits,
 ): Promise<ProjectView> {
+  const { name: givenName, namespace, icon: givenIcon, ...rest } = input;
+  allFieldsHandled(rest);
   // A refused icon is refused before anything is written.
-  const icon = input.icon === undefined ? undefined : await icons.parse(input.icon, 'create', '/body/icon', owner.id);
-  const name = input.name.trim();
+  const icon = givenIcon === undefined ? undefined : await icons.parse(givenIcon, 'create', '/body/icon', owner.id);
+  const name = givenName.trim();
   const create = () =>
     transaction(em, async (tx) => {
       await lockUser(tx, owner.id);
-      const owned = await tx.count(ProjectMember, { user: owner, role: 'owner' });
+      const owned = await countOwnedProjects(tx, owner.id);
       refuseAtCap(limits, 'projectsPerUser', owned, `You own ${owned} projects`);
-      const project = tx.create(Project, { namespace: input.namespace, name, icon: icon?.sha256 ?? null, tier: 0, billingId: null });
-      tx.create(ProjectMember, { project, user: owner, role: 'owner' });
-      tx.create(Feed, { project, name: 'general', description: null, emoji: null, type: 0 });
+      const project = addProject(tx, owner, { namespace, name, icon: icon?.sha256 ?? null });
       recordActivity(tx, project, owner, 'project.created', { namespace: project.namespace, name });
-      await tx.flush();
-      // After the flush (which refuses a taken namespace), before the commit: a refused project stores no icon.
+      await writeChanges(tx);
+      // After the write (which refuses a taken namespace), before the commit: a refused project stores no icon.
       if (icon) await icons.save(tx, icon);
       return loadProject(tx, project.id);
     });
@@ -82,7 +104,7 @@ export async function createProject(
 
 /** A project by id, with what its answer shows. */
 export async function loadProject(em: EntityManager, id: string): Promise<ProjectView> {
-  const [view] = await viewProjects(em, [await em.findOneOrFail(Project, { id })]);
+  const [view] = await viewProjects(em, [await getProject(em, id)]);
   return view!;
 }
 
@@ -95,7 +117,7 @@ export async function loadProject(em: EntityManager, id: string): Promise<Projec
  */
 export async function viewProjects(em: EntityManager, projects: Project[]): Promise<ProjectView[]> {
   if (projects.length === 0) return [];
-  const rows = await contentsWithin(
+  const rows = await projectContentsWithin(
     em,
     projects.map((project) => project.id),
     PAGE_BYTES,
@@ -108,50 +130,47 @@ export async function viewProjects(em: EntityManager, projects: Project[]): Prom
 }
 
 /** A page of the caller's projects; `more` when projects beyond those answered remain. */
-export async function listProjects(em: EntityManager, user: User, page: PageRequest): Promise<{ views: ProjectView[]; more: boolean }> {
+export async function listProjectsOf(em: EntityManager, user: User, page: PageRequest): Promise<{ views: ProjectView[]; more: boolean }> {
   // The page is chosen first (filtering on the caller's membership), then its members and feeds loaded.
-  const projects = await findPage(em, Project, { members: { user } }, page);
+  const projects = await memberProjectsPage(em, user.id, page);
   const wanted = projects.slice(0, page.limit);
   const views = await viewProjects(em, wanted);
   return { views, more: projects.length > page.limit || views.length < wanted.length };
 }
 
-export interface ProjectChanges {
-  name?: string | undefined;
-  namespace?: string | undefined;
-  /** A new icon as a data URL, or null to remove it. */
-  icon?: string | null | undefined;
-}
-
-export async function updateProject(
+/** The owner changes the project's name, namespace or icon; 403 `not_owner` when `actor` no longer owns it. */
+export async function changeProject(
   em: EntityManager,
   icons: IconStore,
   actor: User,
   project: Project,
   changes: ProjectChanges,
 ): Promise<ProjectView> {
-  const icon = typeof changes.icon === 'string' ? await icons.parse(changes.icon, 'update', '/body/icon', actor.id) : undefined;
+  const { name: givenName, namespace, icon: givenIcon, ...rest } = changes;
+  allFieldsHandled(rest);
+  const icon = typeof givenIcon === 'string' ? await icons.parse(givenIcon, 'update', '/body/icon', actor.id) : undefined;
   const update = () =>
     transaction(em, async (tx) => {
       await lockProject(tx, project.id, 'update');
-      const current = await tx.findOneOrFail(Project, { id: project.id }, { refresh: true });
+      await confirmAccess(tx, project.id, actor, 'project.update');
+      const current = await getProjectAfresh(tx, project.id);
       const changed: Record<string, unknown> = {};
-      const name = changes.name?.trim();
+      const name = givenName?.trim();
       if (name !== undefined && name !== current.name) {
         changed.name = { from: current.name, to: name };
         current.name = name;
       }
-      if (changes.namespace !== undefined && changes.namespace !== current.namespace) {
-        changed.namespace = { from: current.namespace, to: changes.namespace };
-        current.namespace = changes.namespace;
+      if (namespace !== undefined && namespace !== current.namespace) {
+        changed.namespace = { from: current.namespace, to: namespace };
+        current.namespace = namespace;
       }
-      const nextIcon = changes.icon === undefined ? current.icon : (icon?.sha256 ?? null);
+      const nextIcon = givenIcon === undefined ? current.icon : (icon?.sha256 ?? null);
       if (nextIcon !== current.icon) {
         changed.icon = nextIcon === null ? 'removed' : 'changed';
         current.icon = nextIcon;
       }
       if (Object.keys(changed).length > 0) recordActivity(tx, current, actor, 'project.updated', { changes: changed });
-      await tx.flush();
+      await writeChanges(tx);
       if (icon) await icons.save(tx, icon);
       return loadProject(tx, project.id);
     });
@@ -159,27 +178,34 @@ export async function updateProject(
 }
 
 /**
- * Deletes a project and, by the schema's cascades, everything attached to it, in one statement.
- * A subscription is cancelled first: if that fails, nothing is deleted. The project row is locked
- * FOR UPDATE from before the cancel until the delete commits, so of two concurrent deletes only one
- * ever calls Stripe; the other then finds no row and answers 404. Every writer of the project
- * locks its row before its children (transaction.ts), so the delete's cascade never waits for a
- * child a writer holds while that writer waits for the project. The Stripe call is bounded by the
- * adapter's deadline, so the lock is never held longer than that. Everything in the transaction
- * goes through `tx`: in embedded mode the pool has one connection, which it holds.
+ * The owner deletes a project and, by the schema's cascades, everything attached to it, in one
+ * statement; 403 `not_owner` when `actor` no longer owns it once the project's row is locked (a
+ * transfer committed after the access check). A subscription is cancelled first: if that fails,
+ * nothing is deleted. The project row is locked FOR UPDATE from before the cancel until the delete
+ * commits, so of two concurrent deletes only one ever calls Stripe; the other then finds no row and
+ * answers 404. Every writer of the project locks its row before its children (transaction.ts), so
+ * the delete's cascade never waits for a child a writer holds while that writer waits for the
+ * project. The Stripe call is bounded by the adapter's deadline, so the lock is never held longer
+ * than that. Everything in the transaction goes through `tx`: in embedded mode the pool has one
+ * connection, which it holds.
  */
-export async function deleteProject(em: EntityManager, billing: SubscriptionCanceller, project: Project): Promise<void> {
-  await transaction(em, (tx) => deleteProjectIn(tx, billing, project.id));
+export async function removeProject(em: EntityManager, billing: SubscriptionCanceller, actor: User, project: Project): Promise<void> {
+  await transaction(em, async (tx) => {
+    await lockProject(tx, project.id, 'update');
+    await confirmAccess(tx, project.id, actor, 'project.delete');
+    await deleteProjectIn(tx, billing, project.id);
+  });
 }
 
 /**
  * The delete of one project inside the caller's transaction `tx` (a project's own delete, or an
- * account's delete of the projects it owns alone): lock, cancel, delete, as `deleteProject` says.
- * A failed cancel throws, and the caller's whole transaction rolls back.
+ * account's delete of the projects it owns alone), whoever may delete it decided by the caller:
+ * lock, cancel, delete, as `removeProject` says. A failed cancel throws, and the caller's whole
+ * transaction rolls back.
  */
 export async function deleteProjectIn(tx: EntityManager, billing: SubscriptionCanceller, projectId: string): Promise<void> {
   await lockProject(tx, projectId, 'update');
-  const { billingId } = await tx.findOneOrFail(Project, { id: projectId }, { refresh: true });
+  const { billingId } = await getProjectAfresh(tx, projectId);
   if (billingId) await billing.cancelSubscription(billingId);
-  await tx.nativeDelete(Project, { id: projectId });
+  await deleteProjectRow(tx, projectId);
 }

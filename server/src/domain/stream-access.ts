@@ -5,13 +5,13 @@
  * stream on its own would make every heartbeat a burst of queries that slows everyone else's requests.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { viewersStillAllowed as allowedAmong, type StreamViewer } from '../db/queries/stream-access.js';
+import { viewersStillAllowedAmong, type StreamViewer } from '../db/repositories/projects.js';
 
 export type { StreamViewer };
 
 /** For each viewer, in order: may it keep its stream? */
 export async function viewersStillAllowed(em: EntityManager, viewers: StreamViewer[]): Promise<boolean[]> {
   if (viewers.length === 0) return [];
-  const allowed = await allowedAmong(em, viewers);
+  const allowed = await viewersStillAllowedAmong(em, viewers);
   return viewers.map((_, i) => allowed.has(i));
 }

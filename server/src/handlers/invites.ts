@@ -1,41 +1,35 @@
 import type { Handler } from '../http/handler-types.js';
 import { inviteeAccess, projectAccess } from '../domain/access.js';
-import {
-  acceptInvite as accept,
-  createInvite as create,
-  deleteInvite as remove,
-  listInvites as list,
-  listReceivedInvites as received,
-} from '../domain/members.js';
+import { invitesReceived, inviteToProject, joinByInvite, projectInvites, withdrawInvite } from '../domain/members.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
 import { presentInvite, presentProject, presentReceivedInvite } from '../presenters/project.js';
 
 export const createInvite: Handler<'createInvite'> = async ({ params, body, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'invite.create');
-  const invite = await create(em, caller.user, project, body.username, services.config.limits);
+  const invite = await inviteToProject(em, caller.user, project, body.username, services.config.limits);
   return { status: 201, data: presentInvite(invite, services.icons) };
 };
 
 export const listInvites: Handler<'listInvites'> = async ({ params, query, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'invite.list');
   const page = pageRequest(query);
-  const invites = await list(em, project, page);
+  const invites = await projectInvites(em, project, page);
   return { status: 200, data: toPage(invites, page.limit, (invite) => presentInvite(invite, services.icons)) };
 };
 
 export const acceptInvite: Handler<'acceptInvite'> = async ({ params, caller, em, services }) => {
   const { invite } = await inviteeAccess(em, caller, params.namespace, 'invite.accept', params.username);
-  return { status: 200, data: presentProject(await accept(em, caller.user, invite), services.icons) };
+  return { status: 200, data: presentProject(await joinByInvite(em, caller.user, invite), services.icons) };
 };
 
 export const deleteInvite: Handler<'deleteInvite'> = async ({ params, caller, em }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'invite.delete', params.username);
-  await remove(em, caller.user, project, params.username);
+  await withdrawInvite(em, caller.user, project, params.username);
   return { status: 204 };
 };
 
 export const listReceivedInvites: Handler<'listReceivedInvites'> = async ({ query, caller, em, services }) => {
   const page = pageRequest(query);
-  const invites = await received(em, caller.user, page);
+  const invites = await invitesReceived(em, caller.user, page);
   return { status: 200, data: toPage(invites, page.limit, (invite) => presentReceivedInvite(invite, services.icons)) };
 };

@@ -1,18 +1,18 @@
 import type { Handler } from '../http/handler-types.js';
 import { projectAccess, projectView } from '../domain/access.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
-import { createProject as create, deleteProject as remove, listProjects as list, updateProject as update } from '../domain/projects.js';
-import { transferOwnership as transfer } from '../domain/members.js';
+import { changeProject, createOwnedProject, listProjectsOf, removeProject } from '../domain/projects.js';
+import { handOverProject } from '../domain/members.js';
 import { presentProject } from '../presenters/project.js';
 
 export const createProject: Handler<'createProject'> = async ({ body, caller, em, services }) => {
-  const project = await create(em, services.icons, caller.user, body, services.config.limits);
+  const project = await createOwnedProject(em, services.icons, caller.user, body, services.config.limits);
   return { status: 201, data: presentProject(project, services.icons) };
 };
 
 export const listProjects: Handler<'listProjects'> = async ({ query, caller, em, services }) => {
   const page = pageRequest(query);
-  const { views, more } = await list(em, caller.user, page);
+  const { views, more } = await listProjectsOf(em, caller.user, page);
   return { status: 200, data: toPage(views, page.limit, (project) => presentProject(project, services.icons), more) };
 };
 
@@ -23,19 +23,19 @@ export const getProject: Handler<'getProject'> = async ({ params, caller, em, se
 
 export const updateProject: Handler<'updateProject'> = async ({ params, body, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'project.update');
-  const updated = await update(em, services.icons, caller.user, project, body);
+  const updated = await changeProject(em, services.icons, caller.user, project, body);
   return { status: 200, data: presentProject(updated, services.icons) };
 };
 
 export const deleteProject: Handler<'deleteProject'> = async ({ params, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'project.delete');
-  await remove(em, services.billing, project);
+  await removeProject(em, services.billing, caller.user, project);
   services.announce({ kind: 'project-deleted', projectId: project.id });
   return { status: 204 };
 };
 
 export const transferOwnership: Handler<'transferOwnership'> = async ({ params, body, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'project.transfer');
-  const view = await transfer(em, caller.user, project, body.username, services.config.limits);
+  const view = await handOverProject(em, caller.user, project, body.username, services.config.limits);
   return { status: 200, data: presentProject(view, services.icons) };
 };

@@ -11,7 +11,7 @@
  * - Which credential kind a route takes (session token or API token too) is not decided here but
  *   by the contract's `x-session-only`, enforced for every route in http/auth.ts before this runs.
  */
-import { Forbidden, NotFound } from '../errors.js';
+import { Forbidden, NotFound, projectNotFound } from '../errors.js';
 
 /** Who may act: any member; the owner alone; the owner or the member the route names (leaving);
  * the invitee the route names; the owner or that invitee. */
@@ -61,11 +61,6 @@ export interface AccessFacts {
   isSubject: boolean;
   /** The caller has a pending invite to the project; only asked for when `needsInviteFact` says so. */
   hasPendingInvite: boolean;
-}
-
-/** The one 404 for a project that does not exist and for one the caller is not a member of: they must read alike. */
-export function projectNotFound(): NotFound {
-  return new NotFound('No project with this namespace.');
 }
 
 const invitesMatter = (rule: Rule): boolean => rule === 'invitee' || rule === 'owner-or-invitee';
