@@ -21,7 +21,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Project } from '../db/entities.js';
+import type { Project, User } from '../db/entities.js';
 import {
   claimStripeEvent,
   findSubscription,
@@ -30,8 +30,10 @@ import {
   rememberSubscription,
   setProjectPlan,
 } from '../db/repositories/billing.js';
-import { transaction } from '../db/transaction.js';
+import { getProjectAfresh } from '../db/repositories/projects.js';
+import { lockProject, transaction } from '../db/transaction.js';
 import { AlreadySubscribed, InvalidRequest, NoSubscription } from '../errors.js';
+import { confirmAccess } from './access.js';
 import { recordActivity } from './activity.js';
 
 /** A verified Stripe event: its id, its type and the object it carries (`data.object`). */
@@ -246,14 +248,37 @@ export function stripeIdempotencyKey(
 }
 
 /**
+ * The project as it is once the caller is confirmed its owner under the project's row lock: an
+ * owner who handed the project over after `projectAccess` read its role (a transfer holds the row
+ * FOR UPDATE until it commits) gets 403 `not_owner`, as for any owner-only write. KEY SHARE waits
+ * for a transfer or a delete in flight and lets other writers go on. The lock is not held while
+ * Stripe answers: nothing is stored, so the call after the check is the call of an owner, and
+ * holding a connection through a network call would stall the embedded database's only one.
+ */
+function asOwner(
+  em: EntityManager,
+  project: Pick<Project, 'id'>,
+  actor: Pick<User, 'id'>,
+  action: 'billing.checkout' | 'billing.portal',
+): Promise<Project> {
+  return transaction(em, async (tx) => {
+    await lockProject(tx, project.id, 'key share');
+    await confirmAccess(tx, project.id, actor, action);
+    return getProjectAfresh(tx, project.id);
+  });
+}
+
+/**
  * Starts a checkout for `tier`. In this order: billing configured (503); a price for the tier
  * (400); no subscription yet (409); then Stripe (502). Nothing is stored: the project changes only
  * when Stripe reports the completed checkout to the webhook.
  */
-export function startCheckout(
+export async function startCheckout(
+  em: EntityManager,
   billing: PlanSessions,
   priceTiers: ReadonlyMap<string, number>,
-  project: Pick<Project, 'id' | 'billingId'>,
+  project: Pick<Project, 'id'>,
+  actor: Pick<User, 'id'>,
   tier: number,
   idempotencyKey: string | undefined,
 ): Promise<{ id: string; url: string }> {
@@ -264,17 +289,21 @@ export function startCheckout(
       { path: '/body/tier', message: 'no Stripe price is configured for this tier' },
     ]);
   }
-  if (project.billingId) throw new AlreadySubscribed();
-  return billing.createCheckoutSession({ projectId: project.id, price, idempotencyKey });
+  const current = await asOwner(em, project, actor, 'billing.checkout');
+  if (current.billingId) throw new AlreadySubscribed();
+  return billing.createCheckoutSession({ projectId: current.id, price, idempotencyKey });
 }
 
 /** Opens the customer portal for the project's subscription: 503 when billing is off, 409 without a subscription. */
-export function openPortal(
+export async function openPortal(
+  em: EntityManager,
   billing: PlanSessions,
-  project: Pick<Project, 'billingId'>,
+  project: Pick<Project, 'id'>,
+  actor: Pick<User, 'id'>,
   idempotencyKey: string | undefined,
 ): Promise<{ url: string }> {
   billing.assertPortalOn();
-  if (!project.billingId) throw new NoSubscription();
-  return billing.createPortalSession(project.billingId, idempotencyKey);
+  const current = await asOwner(em, project, actor, 'billing.portal');
+  if (!current.billingId) throw new NoSubscription();
+  return billing.createPortalSession(current.billingId, idempotencyKey);
 }

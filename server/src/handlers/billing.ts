@@ -33,12 +33,12 @@ export const stripeWebhook: Handler<'stripeWebhook'> = async ({ headers, readRaw
 export const createCheckoutSession: Handler<'createCheckoutSession'> = async ({ params, body, headers, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'billing.checkout');
   const key = stripeIdempotencyKey('checkout', caller.userId, project.id, headers['Idempotency-Key']);
-  const session = await startCheckout(services.billing, services.config.stripe.priceTiers, project, body.tier, key);
+  const session = await startCheckout(em, services.billing, services.config.stripe.priceTiers, project, caller.user, body.tier, key);
   return { status: 201, data: presentCheckoutSession(session) };
 };
 
 export const createPortalSession: Handler<'createPortalSession'> = async ({ params, headers, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'billing.portal');
   const key = stripeIdempotencyKey('portal', caller.userId, project.id, headers['Idempotency-Key']);
-  return { status: 201, data: presentPortalSession(await openPortal(services.billing, project, key)) };
+  return { status: 201, data: presentPortalSession(await openPortal(em, services.billing, project, caller.user, key)) };
 };
