@@ -2,14 +2,15 @@
 // CI knows no warnings: every rule here is an error or off.
 //
 // The layers of server/src point one way: http → handlers → domain → db.
-// - SQL lives in db/: only db/** imports the database drivers (pg, knex, @mikro-orm/knex,
-//   @electric-sql/pglite), db/raw.ts (the SQL executor) and db/queries/**, and only db/** calls
-//   execute / getConnection / getKnex / createQueryBuilder or imports MikroORM's raw / sql helpers.
-//   The one exception: domain/** calls the named queries of db/queries/** (not db/raw.ts).
+// - The database is reached in db/ only: only db/** imports the database drivers (pg, knex,
+//   @mikro-orm/knex, @electric-sql/pglite), db/raw.ts (the SQL executor) and db/repositories/**,
+//   only db/** calls execute / getConnection / getKnex / createQueryBuilder or imports MikroORM's
+//   raw / sql helpers, and only db/** touches a member of an entity manager (a type-aware rule,
+//   below). The one exception: domain/** calls the repositories of db/repositories/**.
 // - db/** imports nothing from the layers above it (domain, handlers, http, policies, presenters,
 //   services.ts) nor from live/, storage/, billing/, operator/, maintenance/ or the entry points.
 // - domain/** may import errors.ts, config.ts (types only: settings come in as arguments),
-//   db/entities, db/orm, db/queries, storage/, billing/ and the pure policies/; nothing from
+//   db/entities, db/orm, db/repositories, storage/, billing/ and the pure policies/; nothing from
 //   handlers, http, presenters, services.ts, live/, operator/, maintenance/ or the entry points
 //   (live/ and services.ts call the domain, so the reverse would make a cycle).
 // - handlers/** import from http/ only http/handler-types.ts.
@@ -46,7 +47,7 @@ const RAW_SQL_HELPERS = {
   message: `Raw SQL fragments are written in server/src/db/ only. ${SQL_HOME}`,
 };
 const QUERIES = forbid(
-  relative('db/queries', 'db/repositories'),
+  relative('db/repositories'),
   'The repositories of server/src/db are called by server/src/domain/ only: go through a domain function.',
 );
 const NO_SDK = forbid(

@@ -41,4 +41,3 @@ export async function findPage<T extends { id: string }, P extends string = neve
   const filter = (below ? { $and: [where, { id: { $lt: below } }] } : where) as FilterQuery<T>;
   return em.find(entity, filter, { ...options, orderBy: { id: 'desc' }, limit: page.limit + 1 } as FindOptions<T, P>);
 }
-

@@ -2,7 +2,7 @@
  * The one module that knows the insides of MikroORM and knex: it runs hand-written statements on
  * the connection MikroORM would use, maps their rows, and hands the rest of db/ what it needs of
  * knex (how busy the pool is, the store rate-limiter-flexible keeps its counters in, the pool's
- * connection settings). The named statements of each concern (db/queries/) are built on it;
+ * connection settings). The repositories' hand-written statements (db/repositories/) are built on it;
  * nothing outside server/src/db/ speaks SQL.
  *
  * Statements run straight on a pg connection of MikroORM's pool: the request's transaction's

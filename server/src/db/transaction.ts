@@ -21,7 +21,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DeadlockException, type EntityManager } from '@mikro-orm/postgresql';
-import { lockProjectRow, lockUserRow, type RowLockStrength } from './queries/row-locks.js';
+import { lockProjectRow, lockUserRow, type RowLockStrength } from './row-locks.js';
 import { projectNotFound, Unauthenticated, Unavailable } from '../errors.js';
 
 /**

@@ -13,7 +13,7 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ProjectInvite, User } from '../db/entities.js';
-import { lockProjectRow } from '../db/queries/row-locks.js';
+import { lockProjectRow } from '../db/row-locks.js';
 import { credentialIdsOf, deleteUserRow } from '../db/repositories/accounts.js';
 import {
   deleteInviteById,

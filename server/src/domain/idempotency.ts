@@ -14,10 +14,10 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config.js';
-import { claimKey, findKey, type KeyScope, type StoredAnswer } from '../db/queries/idempotency.js';
+import { claimKey, findKey, type KeyScope, type StoredAnswer } from '../db/repositories/idempotency.js';
 import { IdempotencyInProgress, IdempotencyKeyReused } from '../errors.js';
 
-export { recordAnswer, releaseKey, type KeyScope, type StoredAnswer } from '../db/queries/idempotency.js';
+export { recordAnswer, releaseKey, type KeyScope, type StoredAnswer } from '../db/repositories/idempotency.js';
 
 /** How long a key's first answer is kept, and the key held to the request it was first used for. */
 export const KEY_LIFETIME_MS = 24 * 60 * 60_000;

@@ -24,7 +24,7 @@ import {
   setMemberRole,
   writeChanges,
 } from '../db/repositories/projects.js';
-import { lockUserRow } from '../db/queries/row-locks.js';
+import { lockUserRow } from '../db/row-locks.js';
 import { lockProject, lockUser, transaction } from '../db/transaction.js';
 import { Conflict, Forbidden, NotFound } from '../errors.js';
 import { confirmAccess } from './access.js';

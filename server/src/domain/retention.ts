@@ -6,7 +6,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { deleteExpiredKeys } from '../db/queries/idempotency.js';
+import { deleteExpiredKeys } from '../db/repositories/idempotency.js';
 import { deleteStripeEventsBefore } from '../db/repositories/billing.js';
 import { deleteEventsWithIdBelow } from '../db/repositories/events.js';
 import { KEY_LIFETIME_MS } from './idempotency.js';

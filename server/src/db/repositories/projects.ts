@@ -2,7 +2,7 @@
  * The projects aggregate: projects with their members, invites and feeds as answers show them,
  * access to a project (the project a route names and the caller's role in it), and who may still
  * watch a project's event stream. Every read and write of those tables the domain makes is here
- * (docs/development.md, Layers), but the row locks (queries/row-locks.ts, through transaction.ts).
+ * (docs/development.md, Layers), but the row locks (row-locks.ts, through transaction.ts).
  *
  * The statements every project route runs (access) and those that fill a project's answer with its
  * members and feeds are written out (raw.ts says why not `find`); the rest goes through MikroORM's

@@ -1,10 +1,10 @@
 /**
  * The row locks a transaction takes before it counts or writes: a project's row, in the strength
- * the change needs, and a user's row (domain/transaction.ts says which, and in what order). Each
+ * the change needs, and a user's row (db/transaction.ts says which, and in what order). Each
  * answers whether the row exists; a lock outside a transaction would end with its statement.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { query } from '../raw.js';
+import { query } from './raw.js';
 
 /** PostgreSQL's row-lock strengths the service takes on a project's row. */
 export type RowLockStrength = 'key share' | 'no key update' | 'update';
