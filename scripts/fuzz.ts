@@ -1,5 +1,5 @@
 /**
- * `npm run fuzz`: the fuzz suite of tests/fuzz.test.ts at length (10,000 cases unless told), against
+ * `npm run fuzz`: the fuzz suite of tests/contract/fuzz.test.ts at length (10,000 cases unless told), against
  * a server of its own: startServer on a temporary embedded database, or on DATABASE_URL when set
  * (it then writes its fixture and whatever the fuzzer creates there). Prints the number of cases,
  * the 5xx seen (must be 0), the slowest request and any failure, with fast-check's shrunk

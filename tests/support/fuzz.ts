@@ -1,5 +1,5 @@
 /**
- * The fuzzer shared by tests/fuzz.test.ts (CI, 2,000+ cases) and scripts/fuzz.ts (`npm run fuzz`,
+ * The fuzzer shared by tests/contract/fuzz.test.ts (CI, 2,000+ cases) and scripts/fuzz.ts (`npm run fuzz`,
  * 10,000+): fast-check generates requests to every operation of spec/generated/openapi.json, most
  * of them broken on purpose (wrong types, missing and extra fields, huge and unicode strings, bad
  * path parameters, bad and duplicated headers, broken JSON, wrong methods), half of them with a

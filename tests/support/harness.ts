@@ -37,7 +37,7 @@ export async function freshPostgresDatabase(adminUrl: string, prefix = 'sb_test'
 
 /**
  * The suite signs up hundreds of accounts from one address: its server runs without rate limits
- * (tests/rate-limits.test.ts starts servers of its own).
+ * (tests/http/rate-limits.test.ts starts servers of its own).
  */
 const UNLIMITED = { AUTH_RATE_LIMIT: '0', API_RATE_LIMIT: '0', CDN_RATE_LIMIT: '0' };
 

@@ -1,7 +1,7 @@
 /**
  * The project policy (`server/src/policies/project.ts`) on its own: every action of its table for
  * every kind of caller, decided on plain facts with nothing loaded. The access matrix
- * (tests/access-matrix.test.ts) checks the same rules end to end through the routes; this shows
+ * (tests/projects/access-matrix.test.ts) checks the same rules end to end through the routes; this shows
  * what `permit` itself decides, and that each rule of the table means what its name says.
  */
 import { expect } from 'chai';

@@ -1,0 +1,306 @@
+/**
+ * Changing the e-mail address: `PUT /v1/users/me/email` (session and password, 202 whatever the
+ * address), `POST /v1/auth/email-confirm` (the link mailed to the new address makes the change and
+ * tells the old one) and `POST /v1/auth/email-revert` (the old address's link undoes it and ends
+ * every session). The mail goes to a real SMTP server started here; the links in it are what the
+ * tests follow. Also: what a password change, a reset and a change of address void, and the
+ * operator's `email-link` command for deployments without mail.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+import { baseUrl, count, database, outputDir, secret, sql, startExtraServer, type TestServer } from '../support/harness.js';
+import { signUp, signUpOn, uniqueName, type TestUser } from '../support/accounts.js';
+import { Mailbox, type Mail } from '../support/mailbox.js';
+import { callAt, expectData, expectError, expectInvalid, expectNoContent, tally, type Answer } from '../support/http.js';
+import { npmRunUser } from '../support/service-process.js';
+
+const CONFIRM_URL = 'https://app.example.com/email-confirm?token=';
+const REVERT_URL = 'https://app.example.com/email-revert?token=';
+const RESET_URL = 'https://app.example.com/reset?token=';
+const FROM = 'Signalboard <noreply@example.com>';
+const REQUESTED = {
+  success: true,
+  data: { message: 'A link to confirm the change is on its way to the new address; the address changes when it is followed.' },
+};
+
+/** The token after `page` in `mail`, registered as a secret and held to its form. */
+function tokenAfter(page: string, mail: Mail, prefix: string): string {
+  const escaped = page.replace(/[.?*+^$()[\]{}|\\/]/g, '\\$&');
+  const match = new RegExp(`${escaped}(\\S+)`).exec(mail.text);
+  expect(match, mail.text).to.not.equal(null);
+  const token = secret(match![1]!);
+  expect(token).to.match(new RegExp(`^${prefix}[A-Za-z0-9_-]{43}$`));
+  return token;
+}
+
+describe('e-mail change', function () {
+  this.timeout(120_000);
+  let box: Mailbox;
+  let server: TestServer;
+
+  before(async () => {
+    box = await Mailbox.start();
+    server = await startExtraServer({
+      SMTP_URL: box.url,
+      SMTP_FROM: FROM,
+      PASSWORD_RESET_URL: RESET_URL,
+      EMAIL_CONFIRM_URL: CONFIRM_URL,
+      EMAIL_REVERT_URL: REVERT_URL,
+    });
+  });
+  after(async () => {
+    await server.close();
+    await box.close();
+  });
+
+  const ask = (token: string, email: string, currentPassword: string) =>
+    callAt(server.url, 'PUT', '/v1/users/me/email', token, { email, current_password: currentPassword });
+  const confirm = (token: string) => callAt(server.url, 'POST', '/v1/auth/email-confirm', undefined, { token });
+  const revert = (token: string) => callAt(server.url, 'POST', '/v1/auth/email-revert', undefined, { token });
+  const login = (login: string, password: string) => callAt(server.url, 'POST', '/v1/auth/login', undefined, { login, password });
+  const emailOf = async (user: TestUser) =>
+    (await sql<{ email: string }>('select email from users where id = ?', [user.id], server.db))[0]!.email;
+  const pendingChanges = (user: TestUser) => count('select count(*)::int from email_changes where user_id = ?', [user.id], server.db);
+  const sessions = (user: TestUser) => count('select count(*)::int from sessions where user_id = ?', [user.id], server.db);
+
+  const expectResetAsked = (answer: Answer) => expect(answer.status, answer.text).to.equal(202);
+
+  function expectRequested(answer: Answer): void {
+    expect(answer.status, answer.text).to.equal(202);
+    expect(answer.json).to.deep.equal(REQUESTED);
+  }
+
+  /** Asks for the change and answers the token of the link mailed to `email`. */
+  async function confirmToken(user: TestUser, email: string, password = user.password): Promise<string> {
+    const before = box.mails.filter((m) => m.to.includes(email)).length;
+    expectRequested(await ask(user.token, email, password));
+    return tokenAfter(CONFIRM_URL, (await box.waitFor(email, before + 1)).at(-1)!, 'emc_');
+  }
+
+  /** Makes the change to `email` and answers the token of the undo link mailed to the address it replaced. */
+  async function changeTo(user: TestUser, email: string): Promise<string> {
+    const old = await emailOf(user);
+    const before = box.mails.filter((m) => m.to.includes(old)).length;
+    expectNoContent(await confirm(await confirmToken(user, email)));
+    const notice = (await box.waitFor(old, before + 1)).at(-1)!;
+    expect(notice.subject).to.equal('Your Signalboard e-mail address was changed');
+    expect(notice.text).to.include(email);
+    return tokenAfter(REVERT_URL, notice, 'emr_');
+  }
+
+  it('with the password: 202, nothing changes until the link mailed to the new address is followed; then the old address is told', async () => {
+    const user = await signUpOn(server);
+    const email = `${uniqueName('new')}@example.com`;
+    const token = await confirmToken(user, email);
+    const mail = box.mails.filter((m) => m.to.includes(email)).at(-1)!;
+    expect(mail.from.address).to.equal('noreply@example.com');
+    expect(mail.subject).to.equal('Confirm your new Signalboard e-mail address');
+    expect(mail.text).to.include(user.username);
+    expect(await emailOf(user)).to.equal(user.email);
+    expect(expectData(await callAt(server.url, 'GET', '/v1/users/me', user.token)).email).to.equal(user.email);
+
+    expectNoContent(await confirm(token));
+    expect(await emailOf(user)).to.equal(email);
+    expect(await pendingChanges(user)).to.equal(0);
+    expect(expectData(await callAt(server.url, 'GET', '/v1/users/me', user.token)).email).to.equal(email);
+    const notice = (await box.waitFor(user.email)).at(-1)!;
+    expect(notice.text).to.include(email);
+    tokenAfter(REVERT_URL, notice, 'emr_');
+    // The new address signs in; the old one no longer does. Sessions go on.
+    expectData(await login(email, user.password), 201);
+    expectError(await login(user.email, user.password), 401, 'invalid_credentials');
+    expect(await sessions(user)).to.equal(2);
+    // The link works once.
+    expectError(await confirm(token), 400, 'invalid_email_token');
+  });
+
+  it('an API token cannot ask for it (403 session_required), nor a wrong or missing password (401, 400); nothing is stored or sent', async () => {
+    const user = await signUpOn(server);
+    const email = `${uniqueName('never')}@example.com`;
+    const made = await callAt(server.url, 'POST', '/v1/auth/tokens', user.token, { name: 'a script' });
+    const token = secret((expectData(made, 201) as { token: string }).token);
+    expectError(await ask(token, email, user.password), 403, 'session_required');
+    expectError(await ask(user.token, email, 'not the password'), 401, 'invalid_credentials');
+    expectInvalid(await callAt(server.url, 'PUT', '/v1/users/me/email', user.token, { email }), '/body/current_password');
+    expectInvalid(await ask(user.token, 'not an address', user.password), '/body/email');
+    expectError(
+      await callAt(server.url, 'PUT', '/v1/users/me/email', undefined, { email, current_password: user.password }),
+      401,
+      'unauthenticated',
+    );
+    expect(await pendingChanges(user)).to.equal(0);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(box.mails.filter((m) => m.to.includes(email))).to.have.length(0);
+    expect(await emailOf(user)).to.equal(user.email);
+  });
+
+  it('PATCH /v1/users/me no longer takes an e-mail address (400), for sessions and API tokens alike', async () => {
+    const user = await signUpOn(server);
+    expectInvalid(await callAt(server.url, 'PATCH', '/v1/users/me', user.token, { email: `${uniqueName()}@example.com` }), '/body/email');
+    expect(await emailOf(user)).to.equal(user.email);
+  });
+
+  it('answers a taken address exactly as a free one; the confirmation then refuses it with 409, changing nothing', async () => {
+    const [user, other] = await Promise.all([signUpOn(server), signUpOn(server)]);
+    const free = await ask(user.token, `${uniqueName('free')}@example.com`, user.password);
+    const taken = await ask(user.token, other.email.toUpperCase(), user.password);
+    expectRequested(free);
+    expectRequested(taken);
+    expect(taken.text).to.equal(free.text);
+    const token = tokenAfter(CONFIRM_URL, (await box.waitFor(other.email.toUpperCase())).at(-1)!, 'emc_');
+    expectError(await confirm(token), 409, 'email_taken');
+    expect(await emailOf(user)).to.equal(user.email);
+    expect(await emailOf(other)).to.equal(other.email);
+  });
+
+  it('a new request replaces the pending one: its link is refused, the new one works', async () => {
+    const user = await signUpOn(server);
+    const first = await confirmToken(user, `${uniqueName('first')}@example.com`);
+    const secondEmail = `${uniqueName('second')}@example.com`;
+    const second = await confirmToken(user, secondEmail);
+    expect(await pendingChanges(user)).to.equal(1);
+    expectError(await confirm(first), 400, 'invalid_email_token');
+    expectNoContent(await confirm(second));
+    expect(await emailOf(user)).to.equal(secondEmail);
+  });
+
+  it('refuses an expired link, and an unknown or malformed token', async () => {
+    const user = await signUpOn(server);
+    const token = await confirmToken(user, `${uniqueName('late')}@example.com`);
+    await sql(`update email_changes set expires_at = now() - interval '1 second' where user_id = ?`, [user.id], server.db);
+    expectError(await confirm(token), 400, 'invalid_email_token');
+    expect(await emailOf(user)).to.equal(user.email);
+    expectError(await confirm(`emc_${'A'.repeat(43)}`), 400, 'invalid_email_token');
+    expectError(await revert(`emr_${'A'.repeat(43)}`), 400, 'invalid_email_token');
+    expectInvalid(await confirm('no such token!'), '/body/token');
+    expectInvalid(await callAt(server.url, 'POST', '/v1/auth/email-revert', undefined, {}), '/body/token');
+  });
+
+  it('of racing confirmations of one link, exactly one succeeds', async () => {
+    const user = await signUpOn(server);
+    const email = `${uniqueName('race')}@example.com`;
+    const token = await confirmToken(user, email);
+    const answers = await Promise.all(Array.from({ length: 6 }, () => confirm(token)));
+    expect(tally(answers.map((a) => a.status))).to.deep.equal({ 204: 1, 400: 5 });
+    expect(await count('select count(*)::int from email_reverts where user_id = ?', [user.id], server.db)).to.equal(1);
+  });
+
+  it("the old address's link undoes the change: the address comes back, every session ends, reset links and pending changes are void", async () => {
+    const user = await signUpOn(server);
+    const taker = `${uniqueName('taker')}@example.com`;
+    const undo = await changeTo(user, taker);
+    // What the one who changed it does next: a reset link to the new address, another change.
+    expectResetAsked(await callAt(server.url, 'POST', '/v1/auth/password-reset', undefined, { email: taker }));
+    const resetToken = tokenAfter(RESET_URL, (await box.waitFor(taker, 2)).at(-1)!, 'rst_');
+    const pending = await confirmToken(user, `${uniqueName('next')}@example.com`);
+
+    expectNoContent(await revert(undo));
+    expect(await emailOf(user)).to.equal(user.email);
+    expect(await sessions(user)).to.equal(0);
+    expectError(await callAt(server.url, 'GET', '/v1/users/me', user.token), 401, 'unauthenticated');
+    expectError(await confirm(pending), 400, 'invalid_email_token');
+    const reset = await callAt(server.url, 'POST', '/v1/auth/password-reset/confirm', undefined, {
+      token: resetToken,
+      new_password: 'the taker wants this',
+    });
+    expectError(reset, 400, 'invalid_reset_token');
+    expectData(await login(user.email, user.password), 201);
+    // Once.
+    expectError(await revert(undo), 400, 'invalid_email_token');
+  });
+
+  it('confirming a change voids the reset link made before it', async () => {
+    const user = await signUpOn(server);
+    expectResetAsked(await callAt(server.url, 'POST', '/v1/auth/password-reset', undefined, { email: user.email }));
+    const resetToken = tokenAfter(RESET_URL, (await box.waitFor(user.email)).at(-1)!, 'rst_');
+    await changeTo(user, `${uniqueName('moved')}@example.com`);
+    const reset = await callAt(server.url, 'POST', '/v1/auth/password-reset/confirm', undefined, {
+      token: resetToken,
+      new_password: 'from the old mailbox',
+    });
+    expectError(reset, 400, 'invalid_reset_token');
+    expectData(await login(user.username, user.password), 201);
+  });
+
+  it('a password change voids the pending change and the reset link', async () => {
+    const user = await signUpOn(server);
+    const pending = await confirmToken(user, `${uniqueName('pending')}@example.com`);
+    expectResetAsked(await callAt(server.url, 'POST', '/v1/auth/password-reset', undefined, { email: user.email }));
+    const resetToken = tokenAfter(RESET_URL, (await box.waitFor(user.email)).at(-1)!, 'rst_');
+    const password = secret('a brand new password');
+    expectNoContent(
+      await callAt(server.url, 'PUT', '/v1/users/me/password', user.token, { current_password: user.password, new_password: password }),
+    );
+    expectError(await confirm(pending), 400, 'invalid_email_token');
+    const reset = await callAt(server.url, 'POST', '/v1/auth/password-reset/confirm', undefined, {
+      token: resetToken,
+      new_password: 'reset after the change',
+    });
+    expectError(reset, 400, 'invalid_reset_token');
+    expect(await emailOf(user)).to.equal(user.email);
+    expectData(await login(user.username, password), 201);
+  });
+
+  it('a password reset voids the pending change', async () => {
+    const user = await signUpOn(server);
+    const pending = await confirmToken(user, `${uniqueName('pending')}@example.com`);
+    expectResetAsked(await callAt(server.url, 'POST', '/v1/auth/password-reset', undefined, { email: user.email }));
+    const resetToken = tokenAfter(RESET_URL, (await box.waitFor(user.email)).at(-1)!, 'rst_');
+    expectNoContent(
+      await callAt(server.url, 'POST', '/v1/auth/password-reset/confirm', undefined, {
+        token: resetToken,
+        new_password: secret('reset it'),
+      }),
+    );
+    expectError(await confirm(pending), 400, 'invalid_email_token');
+    expect(await pendingChanges(user)).to.equal(0);
+  });
+
+  it('keeps at most 10 live undo links per user, keeping the oldest', async () => {
+    const user = await signUpOn(server);
+    const first = await changeTo(user, `${uniqueName('c0')}@example.com`);
+    for (let i = 1; i <= 11; i++) {
+      const email = `${uniqueName(`c${i}`)}@example.com`;
+      expectNoContent(await confirm(await confirmToken(user, email)));
+    }
+    expect(await count('select count(*)::int from email_reverts where user_id = ?', [user.id], server.db)).to.equal(10);
+    expectNoContent(await revert(first));
+    expect(await emailOf(user)).to.equal(user.email);
+  });
+
+  it('no token, no address and no password reaches a log line', async () => {
+    // The run's end checks every table and the log for registered secrets; here, the addresses.
+    const user = await signUpOn(server);
+    const email = `${uniqueName('logged')}@example.com`;
+    await changeTo(user, email);
+    const log = readFileSync(path.join(outputDir, 'server.log'), 'utf8');
+    expect(log).to.not.include(email);
+  });
+});
+
+describe('e-mail change without mail: the operator prints the link', function () {
+  this.timeout(120_000);
+
+  it('`npm run user -- email-link <username>` prints a working link for the pending change; none pending: exit 1', async function () {
+    // The run's own server has no mail, and with PostgreSQL the command reaches its database directly.
+    if (database().kind !== 'postgresql') this.skip(); // embedded: the operator channel is tested in password-reset.test.ts
+    const user = await signUp();
+    const email = `${uniqueName('operator')}@example.com`;
+    const env = { ...process.env, DATABASE_URL: database().orm.config.get('clientUrl'), EMAIL_CONFIRM_URL: CONFIRM_URL };
+    const none = await npmRunUser(env, ['email-link', user.username]);
+    expect(none.code, none.stderr).to.equal(1);
+    expect(none.stderr).to.include('no pending e-mail change');
+    expect((await callAt(baseUrl(), 'PUT', '/v1/users/me/email', user.token, { email, current_password: user.password })).status).to.equal(
+      202,
+    );
+    const made = await npmRunUser(env, ['email-link', user.username.toUpperCase()]);
+    expect(made.code, made.stderr).to.equal(0);
+    const link = made.stdout.trimEnd().split('\n').at(-1)!;
+    expect(link.startsWith(CONFIRM_URL), made.stdout).to.equal(true);
+    expectNoContent(
+      await callAt(baseUrl(), 'POST', '/v1/auth/email-confirm', undefined, { token: secret(link.slice(CONFIRM_URL.length)) }),
+    );
+    expect(expectData(await callAt(baseUrl(), 'GET', '/v1/users/me', user.token)).email).to.equal(email);
+  });
+});

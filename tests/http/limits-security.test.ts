@@ -1,0 +1,87 @@
+/** Headers every answer carries, CORS, and the process logger's censoring. Rate limits: tests/http/rate-limits.test.ts. */
+import { expect } from 'chai';
+import { censorSecrets, createLogger } from '../../server/src/logger.js';
+import { startExtraServer } from '../support/harness.js';
+import { http, send } from '../support/http.js';
+
+describe('security headers and CORS', () => {
+  it('sends nosniff, a restrictive CSP and no X-Powered-By on success and failure alike', async () => {
+    for (const answer of [await http('GET', '/v1'), await http('GET', '/v1/nope'), await http('POST', '/v1/projects')]) {
+      expect(answer.headers.get('x-content-type-options')).to.equal('nosniff');
+      expect(answer.headers.get('content-security-policy')).to.equal("default-src 'none'; frame-ancestors 'none'");
+      expect(answer.headers.get('x-powered-by')).to.equal(null);
+    }
+  });
+
+  it('has CORS off by default', async () => {
+    const answer = await http('GET', '/v1', { headers: { Origin: 'https://app.example.com' } });
+    expect(answer.headers.get('access-control-allow-origin')).to.equal(null);
+    const preflight = await http('OPTIONS', '/v1/projects', {
+      headers: { Origin: 'https://app.example.com', 'Access-Control-Request-Method': 'POST' },
+    });
+    expect(preflight.status).to.equal(405);
+  });
+
+  it('allows exactly the configured origins', async function () {
+    this.timeout(60_000);
+    const server = await startExtraServer({ CORS_ORIGINS: 'https://app.example.com' });
+    try {
+      const preflight = await send(server.url, {
+        method: 'OPTIONS',
+        path: '/v1/projects',
+        headers: { Origin: 'https://app.example.com', 'Access-Control-Request-Method': 'POST' },
+      });
+      expect(preflight.status).to.equal(204);
+      expect(preflight.headers.get('access-control-allow-origin')).to.equal('https://app.example.com');
+      // What the SDK sends from a browser (a key on every keyed write) and what it reads back.
+      const allowed = (preflight.headers.get('access-control-allow-headers') ?? '').split(', ');
+      expect(allowed).to.include.members(['Authorization', 'Content-Type', 'Idempotency-Key', 'If-None-Match', 'Last-Event-ID']);
+      const simple = await send(server.url, { method: 'GET', path: '/v1', headers: { Origin: 'https://app.example.com' } });
+      expect(simple.headers.get('access-control-allow-origin')).to.equal('https://app.example.com');
+      expect(simple.headers.get('vary')).to.contain('Origin');
+      const exposed = (simple.headers.get('access-control-expose-headers') ?? '').split(', ');
+      expect(exposed).to.include.members(['ETag', 'Idempotent-Replayed', 'X-Request-Id', 'Retry-After']);
+      const other = await send(server.url, { method: 'GET', path: '/v1', headers: { Origin: 'https://evil.example.net' } });
+      expect(other.status).to.equal(200);
+      expect(other.headers.get('access-control-allow-origin')).to.equal(null);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('the process logger', () => {
+  /** What `createLogger` writes for one `info(object)` call, parsed. */
+  function logged(object: Record<string, unknown>): Record<string, any> {
+    const lines: string[] = [];
+    const logger = createLogger('info', 'json', { write: (line: string) => lines.push(line) });
+    logger.info(object, 'line');
+    expect(lines).to.have.length(1);
+    return JSON.parse(lines[0]!);
+  }
+
+  it('censors secrets one level into what it is given: header maps, bodies, and keys named like credentials', () => {
+    const body = { login: 'alice', password: 'hunter2-secret', code: 'INVITE-123' };
+    const headers = { authorization: 'Bearer ses_abc', 'user-agent': 'curl' };
+    const line = logged({ req: { headers, token: 'api_xyz' }, body, headers: { authorization: 'Token api_xyz' }, step: 'sign-up' });
+    expect(line.req).to.deep.equal({ headers: { authorization: '[redacted]', 'user-agent': 'curl' }, token: '[redacted]' });
+    expect(line.body).to.deep.equal({ login: 'alice', password: '[redacted]', code: '[redacted]' });
+    expect(line.headers).to.deep.equal({ authorization: '[redacted]' });
+    expect(line.step).to.equal('sign-up');
+    // An error's code (SQLSTATE, errno) is what an operator needs; anything else secret-named in it is not kept.
+    expect(logged({ err: { type: 'DriverException', code: '57P01', token: 'api_xyz' } }).err).to.deep.equal({
+      type: 'DriverException',
+      code: '57P01',
+      token: '[redacted]',
+    });
+    // What the caller logged is left as it was.
+    expect(body.password).to.equal('hunter2-secret');
+    expect(headers.authorization).to.equal('Bearer ses_abc');
+  });
+
+  it('passes a line with nothing to censor through unchanged', () => {
+    const request = { method: 'GET', path: '/v1/projects/acme', operationId: 'getProject', status: 200, ms: 1.5 };
+    expect(censorSecrets(request)).to.equal(request);
+    expect(logged(request)).to.include(request);
+  });
+});

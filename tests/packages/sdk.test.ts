@@ -1,0 +1,400 @@
+/**
+ * The SDK from source: its resource methods against the live server (answers, pages, errors with
+ * the server's request id, what lands in the database), and its sending against stand-in servers
+ * that answer as a test needs (429 with Retry-After, 503, 409 `idempotency_in_progress`, no answer,
+ * a cut connection, a closed port): what is retried, with which Idempotency-Key, after how long,
+ * and which SignalboardError each failure throws.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { expect } from 'chai';
+import {
+  createRawClient,
+  Signalboard,
+  SignalboardAbortError,
+  SignalboardApiError,
+  SignalboardConnectionError,
+  SignalboardError,
+  SignalboardTimeoutError,
+  VERSION,
+  type SignalboardOptions,
+} from '../../sdk/src/index.js';
+import { clientMethods, sdkOperationsSource, type OpenApiDocument } from '../../scripts/sdk-methods.js';
+import { baseUrl, count, secret, sql } from '../support/harness.js';
+import { signUp } from '../support/accounts.js';
+import { namespaceName } from '../support/projects.js';
+
+const UUID4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** What a fetch sent and what the service answered it, as a custom `fetch` records it. */
+interface Exchange {
+  method: string;
+  headers: Headers;
+  requestId?: string | null;
+}
+
+/** A fetch that records each exchange before handing it to the global fetch. */
+function recordingFetch(): { fetch: typeof fetch; exchanges: Exchange[] } {
+  const exchanges: Exchange[] = [];
+  return {
+    exchanges,
+    fetch: async (input, init) => {
+      const exchange: Exchange = { method: init?.method ?? 'GET', headers: new Headers(init?.headers) };
+      exchanges.push(exchange);
+      const response = await fetch(input, init);
+      exchange.requestId = response.headers.get('X-Request-Id');
+      return response;
+    },
+  };
+}
+
+async function failure(promise: Promise<unknown>): Promise<SignalboardError> {
+  const outcome = await promise.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
+  if (!('error' in outcome)) throw new Error(`expected a failure, got ${JSON.stringify(outcome.value)}`);
+  expect(outcome.error).to.be.instanceOf(SignalboardError);
+  return outcome.error as SignalboardError;
+}
+
+describe('SDK: resource methods against the server', function () {
+  this.timeout(60_000);
+
+  it('has a method for every operation of the contract but the Stripe webhook', () => {
+    const document = JSON.parse(readFileSync('spec/generated/openapi.json', 'utf8')) as OpenApiDocument;
+    const methods = clientMethods(document);
+    const operations = Object.values(document.paths).flatMap((item) =>
+      Object.values(item as Record<string, { operationId?: string }>).flatMap((op) => (op.operationId ? [op.operationId] : [])),
+    );
+    expect([...methods.keys()].sort()).to.deep.equal(operations.filter((id) => id !== 'stripeWebhook').sort());
+    const sb = new Signalboard({ baseUrl: baseUrl() }) as unknown as Record<string, Record<string, unknown>>;
+    const missing = [...methods.values()].filter((name) => {
+      const [resource, method] = name.split('.') as [string, string];
+      return typeof sb[resource]?.[method] !== 'function';
+    });
+    expect(missing).to.deep.equal([]);
+    expect(methods.get('createProject')).to.equal('projects.create');
+    expect(methods.get('publishEvents')).to.equal('events.publishBatch');
+    expect(methods.get('streamEvents')).to.equal('events.stream');
+  });
+
+  it('generates a new route as a method, and refuses one it cannot name, two with one name, or an override of nothing', () => {
+    const contract = () => JSON.parse(readFileSync('spec/generated/openapi.json', 'utf8')) as OpenApiDocument;
+    const operation = (operationId: string, tags?: string[]) => ({
+      get: {
+        operationId,
+        ...(tags ? { tags } : {}),
+        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+        responses: { 204: { description: 'done' } },
+      },
+    });
+    const withRoute = (path: string, item: unknown) => {
+      const document = contract();
+      document.paths[path] = item as Record<string, unknown>;
+      return document;
+    };
+    expect(sdkOperationsSource(withRoute('/v1/widgets/{id}', operation('getWidget', ['Widgets'])))).to.include(
+      "this.widgets = {\n      get: (id, options) =>\n        caller.call({ method: 'GET', path: '/v1/widgets/{id}' }, { path: { id } }, options),",
+    );
+    expect(() => sdkOperationsSource(withRoute('/v1/widgets/{id}', operation('getWidgets')))).to.throw(/getWidgets\) has no tag/);
+    expect(() => sdkOperationsSource(withRoute('/v1/widgets/{id}', operation('getProjects', ['Projects'])))).to.throw(
+      /getProject and getProjects are both projects\.get/,
+    );
+    const withoutWebhook = contract();
+    delete withoutWebhook.paths['/v1/billing/webhook'];
+    expect(() => sdkOperationsSource(withoutWebhook)).to.throw(/names operations the contract lacks: stripeWebhook/);
+  });
+
+  it('creates, reads and changes a project, pages through insights, increments one, and deletes one', async () => {
+    const owner = await signUp();
+    const { fetch, exchanges } = recordingFetch();
+    const sb = new Signalboard({ baseUrl: baseUrl(), token: owner.token, fetch });
+    const namespace = namespaceName('sdk');
+    const project = await sb.projects.create({ name: 'From the SDK', namespace });
+    expect(project).to.include({ name: 'From the SDK', namespace, tier: 0 });
+    expect(await sb.projects.get(namespace)).to.deep.equal(project);
+    expect(await sb.projects.update(namespace, { name: 'Renamed' })).to.include({ id: project.id, name: 'Renamed' });
+    expect(await sb.users.me()).to.include({ username: owner.username });
+
+    const created = [];
+    for (let i = 0; i < 7; i++) created.push(await sb.insights.create(namespace, { title: `n${i}`, value: i }));
+    const newestFirst = created.map((insight) => insight.id).reverse();
+    const seen: string[] = [];
+    for await (const insight of sb.insights.list(namespace, { limit: 3 })) seen.push(insight.id);
+    expect(seen).to.deep.equal(newestFirst);
+    const sizes: number[] = [];
+    for await (const page of sb.insights.list(namespace, { limit: 3 }).pages()) sizes.push(page.items.length);
+    expect(sizes).to.deep.equal([3, 3, 1]);
+    const first = await sb.insights.list(namespace, { limit: 3 }).page();
+    expect(first.items.map((i) => i.id)).to.deep.equal(newestFirst.slice(0, 3));
+    const second = await sb.insights.list(namespace, { limit: 3, cursor: first.next_cursor! }).page();
+    expect(second.items.map((i) => i.id)).to.deep.equal(newestFirst.slice(3, 6));
+
+    const counter = created[2]!;
+    expect(await sb.insights.increment(namespace, counter.id)).to.include({ id: counter.id, value: 3 });
+    expect(await sb.insights.increment(namespace, counter.id, 2.5)).to.include({ value: 5.5 });
+    expect(await sql('select value from insights where id = ?', [counter.id])).to.deep.equal([{ value: 5.5 }]);
+    expect(await sb.insights.delete(namespace, created[0]!.id)).to.equal(undefined);
+    expect(await count('select count(*) from insights where project_id = ?', [project.id])).to.equal(6);
+
+    // Each POST and PATCH carried a fresh UUID v4 as its Idempotency-Key; no GET or DELETE did.
+    const writes = exchanges.filter((e) => e.method === 'POST' || e.method === 'PATCH');
+    expect(writes).to.have.length(11);
+    const keys = writes.map((e) => e.headers.get('Idempotency-Key'));
+    for (const key of keys) expect(key).to.match(UUID4);
+    expect(new Set(keys).size).to.equal(keys.length);
+    expect(exchanges.filter((e) => e.method === 'GET' || e.method === 'DELETE').map((e) => e.headers.get('Idempotency-Key'))).to.satisfy(
+      (values: unknown[]) => values.every((v) => v === null),
+    );
+    expect(exchanges[0]!.headers.get('User-Agent')).to.equal(`signalboard-sdk/${VERSION} node/${process.version}`);
+  });
+
+  it('logs in and mints an API token without an Idempotency-Key (the service takes none there), lists and revokes tokens', async () => {
+    const owner = await signUp();
+    const { fetch, exchanges } = recordingFetch();
+    const anonymous = new Signalboard({ baseUrl: baseUrl(), fetch });
+    const session = await anonymous.auth.login({ login: owner.username, password: owner.password });
+    secret(session.token);
+    expect(exchanges[0]!.headers.has('Idempotency-Key')).to.equal(false);
+    const sb = new Signalboard({ baseUrl: baseUrl(), token: session.token, fetch });
+    const minted = await sb.tokens.create({ name: 'sdk test' });
+    secret(minted.token);
+    expect(exchanges[1]!.headers.has('Idempotency-Key')).to.equal(false);
+    const names: string[] = [];
+    for await (const token of sb.tokens.list()) names.push(token.name);
+    expect(names).to.deep.equal(['sdk test']);
+    expect(await sb.tokens.delete(minted.id)).to.equal(undefined);
+  });
+
+  it('throws a SignalboardApiError with the status, the envelope and the request id the server answered with', async () => {
+    const { fetch, exchanges } = recordingFetch();
+    const sb = new Signalboard({ baseUrl: baseUrl(), token: (await signUp()).token, fetch });
+    const missing = await failure(sb.projects.get('no-such-project'));
+    expect(missing).to.be.instanceOf(SignalboardApiError);
+    expect(missing).to.include({ name: 'SignalboardApiError', status: 404, code: 'not_found', retryAfter: undefined });
+    expect(missing.requestId).to.be.a('string').and.equal(exchanges.at(-1)!.requestId);
+    expect(exchanges).to.have.length(1); // a 404 is not retried
+
+    const invalid = await failure(sb.projects.create({ name: '', namespace: 'x' }));
+    expect(invalid).to.include({ status: 400, code: 'invalid_request' });
+    expect(invalid.details?.map((d) => d.path)).to.include.members(['/body/name', '/body/namespace']);
+  });
+
+  it('refuses a path parameter that is empty, . or .., which would reach another route, and sends nothing', async () => {
+    const owner = await signUp();
+    const { fetch, exchanges } = recordingFetch();
+    const sb = new Signalboard({ baseUrl: baseUrl(), token: owner.token, fetch });
+    const namespace = namespaceName('sdk');
+    await sb.projects.create({ name: 'Kept', namespace });
+    for (const id of ['..', '.', '']) {
+      const refused = await failure(sb.insights.delete(namespace, id));
+      expect(refused).to.include({ status: 0, code: 'invalid_argument' });
+    }
+    expect(exchanges).to.have.length(1);
+    expect(await sb.projects.get(namespace)).to.include({ name: 'Kept' });
+    // Other values are percent-encoded into one segment: the insight route refuses the id, nothing else is reached.
+    expect(await failure(sb.insights.delete(namespace, '../x'))).to.include({ status: 400, code: 'invalid_request' });
+  });
+
+  it('keeps the low-level client: typed by path, answering every status as { data, error, response }', async () => {
+    const owner = await signUp();
+    const raw = createRawClient({ baseUrl: baseUrl(), token: owner.token });
+    const me = await raw.GET('/v1/users/me');
+    expect(me.data?.data.username).to.equal(owner.username);
+    const missing = await raw.GET('/v1/projects/{namespace}', { params: { path: { namespace: 'no-such-project' } } });
+    expect(missing.response.status).to.equal(404);
+    expect(missing.error?.error.code).to.equal('not_found');
+  });
+});
+
+/** How a stand-in answers one request. */
+type Reply = (request: http.IncomingMessage, response: http.ServerResponse) => void;
+
+interface Received {
+  method: string;
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  at: number;
+}
+
+const answer =
+  (status: number, body: unknown, headers: Record<string, string> = {}): Reply =>
+  (_request, response) => {
+    response.writeHead(status, { 'Content-Type': 'application/json', 'X-Request-Id': `stand-in-${status}`, ...headers });
+    response.end(JSON.stringify(body));
+  };
+const refusal = (status: number, code: string, headers: Record<string, string> = {}) =>
+  answer(status, { success: false, error: { code, message: `refused: ${code}` } }, headers);
+const success = (status = 200) => answer(status, { success: true, data: { status: 'ok' } });
+/** Reads the request, then closes the connection without answering: the request arrived, its answer is lost. */
+const cut: Reply = (request) => request.socket.destroy();
+/** Never answers. */
+const silent: Reply = () => undefined;
+
+/**
+ * A server on a free port that answers the n-th request with `replies[n]` (the last one again once
+ * they run out) and keeps what it received. Its URL has a path prefix, as a client's base URL may:
+ * so too its answers stay outside the suite's contract check, which judges the service's paths.
+ */
+async function standIn(...replies: Reply[]) {
+  const received: Received[] = [];
+  const server = http.createServer((request, response) => {
+    request.resume();
+    request.on('end', () => {
+      received.push({ method: request.method!, path: request.url!, headers: request.headers, at: performance.now() });
+      replies[Math.min(received.length, replies.length) - 1]!(request, response);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/stand-in`;
+  return {
+    received,
+    client: (options: Partial<SignalboardOptions> = {}) => new Signalboard({ baseUrl: url, token: 'api_test', ...options }),
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe('SDK: retries, timeouts and errors', function () {
+  this.timeout(30_000);
+  const stands: { close(): Promise<void> }[] = [];
+  const stand = async (...replies: Reply[]) => {
+    const made = await standIn(...replies);
+    stands.push(made);
+    return made;
+  };
+  afterEach(async () => {
+    await Promise.all(stands.splice(0).map((s) => s.close()));
+  });
+
+  it('repeats a GET answered 429 after the Retry-After it asked for', async () => {
+    const s = await stand(refusal(429, 'rate_limited', { 'Retry-After': '1' }), success());
+    const started = performance.now();
+    expect(await s.client().meta.getHealth()).to.deep.equal({ status: 'ok' });
+    expect(s.received).to.have.length(2);
+    expect(s.received[1]!.at - started).to.be.at.least(1000);
+  });
+
+  it('repeats a 503 with exponential backoff, at most maxRetries times, then throws it with its request id', async () => {
+    const s = await stand(refusal(503, 'unavailable'), refusal(503, 'unavailable'), success());
+    expect(await s.client().meta.getHealth()).to.deep.equal({ status: 'ok' });
+    expect(s.received).to.have.length(3);
+    // Full jitter: a random wait up to 0.5 s, then up to 1 s.
+    expect(s.received[1]!.at - s.received[0]!.at).to.be.below(600);
+    expect(s.received[2]!.at - s.received[1]!.at).to.be.below(1100);
+
+    const t = await stand(refusal(503, 'unavailable', { 'Retry-After': '1' }));
+    const error = await failure(t.client({ maxRetries: 1 }).meta.getHealth());
+    expect(error).to.be.instanceOf(SignalboardApiError);
+    expect(error).to.include({
+      status: 503,
+      code: 'unavailable',
+      message: 'refused: unavailable',
+      requestId: 'stand-in-503',
+      retryAfter: 1,
+    });
+    expect(t.received).to.have.length(2);
+    await failure(t.client().meta.getHealth({ maxRetries: 0 }));
+    expect(t.received).to.have.length(3);
+  });
+
+  it('does not wait for a Retry-After over 60 s: throws at once with retryAfter', async () => {
+    const s = await stand(refusal(429, 'rate_limited', { 'Retry-After': '120' }));
+    expect(await failure(s.client().meta.getHealth())).to.include({ status: 429, code: 'rate_limited', retryAfter: 120 });
+    expect(s.received).to.have.length(1);
+  });
+
+  it('repeats a POST with the same Idempotency-Key on 503, on 409 idempotency_in_progress and after a cut connection', async () => {
+    const s = await stand(refusal(503, 'unavailable'), refusal(409, 'idempotency_in_progress'), cut, success(201));
+    expect(await s.client({ maxRetries: 3 }).projects.create({ name: 'x', namespace: 'xyz' })).to.deep.equal({ status: 'ok' });
+    expect(s.received.map((r) => r.method)).to.deep.equal(['POST', 'POST', 'POST', 'POST']);
+    const keys = s.received.map((r) => r.headers['idempotency-key']);
+    expect(keys[0]).to.match(UUID4);
+    expect(new Set(keys)).to.deep.equal(new Set([keys[0]]));
+
+    const t = await stand(refusal(503, 'unavailable'), success(201));
+    await t.client().projects.create({ name: 'x', namespace: 'xyz' }, { idempotencyKey: 'order-42' });
+    expect(t.received.map((r) => r.headers['idempotency-key'])).to.deep.equal(['order-42', 'order-42']);
+  });
+
+  it('sends a POST without a key once: when the caller opts out, or the operation takes none (login)', async () => {
+    const s = await stand(refusal(503, 'unavailable'));
+    expect(await failure(s.client().projects.create({ name: 'x', namespace: 'xyz' }, { idempotencyKey: null }))).to.include({
+      status: 503,
+    });
+    expect(s.received).to.have.length(1);
+    expect(s.received[0]!.headers).not.to.have.property('idempotency-key');
+    expect(await failure(s.client().auth.login({ login: 'ada', password: 'pw' }))).to.include({ status: 503 });
+    expect(s.received).to.have.length(2);
+
+    const t = await stand(cut, success(201));
+    const lost = await failure(t.client().projects.create({ name: 'x', namespace: 'xyz' }, { idempotencyKey: null }));
+    expect(lost).to.be.instanceOf(SignalboardConnectionError);
+    expect(lost).to.include({ status: 0, code: 'network_error' });
+    expect(t.received).to.have.length(1); // it may have been applied: not repeated
+  });
+
+  it('repeats any request that was never sent (connection refused), and throws a SignalboardConnectionError with the cause', async () => {
+    const s = await stand(success());
+    await s.close();
+    const { fetch, exchanges } = recordingFetch();
+    const error = await failure(s.client({ fetch }).projects.create({ name: 'x', namespace: 'xyz' }, { idempotencyKey: null }));
+    expect(exchanges).to.have.length(3);
+    expect(error).to.be.instanceOf(SignalboardConnectionError).and.not.instanceOf(SignalboardTimeoutError);
+    expect(error).to.include({ name: 'SignalboardConnectionError', status: 0, code: 'network_error', requestId: undefined });
+    expect(error.message).to.match(/^Could not reach http:\/\/127\.0\.0\.1:\d+: connect ECONNREFUSED/);
+    expect((error.cause as { cause?: { code?: string } }).cause?.code).to.equal('ECONNREFUSED');
+  });
+
+  it('times out an attempt that gets no whole answer, per client or per call, and repeats it when safe', async () => {
+    const s = await stand(silent);
+    const started = performance.now();
+    const error = await failure(s.client({ timeout: 200, maxRetries: 0 }).meta.getHealth());
+    expect(error).to.be.instanceOf(SignalboardTimeoutError).and.instanceOf(SignalboardConnectionError);
+    expect(error).to.include({ status: 0, code: 'timeout' });
+    expect(performance.now() - started).to.be.within(190, 1000);
+    await failure(s.client({ maxRetries: 1 }).meta.getHealth({ timeout: 100 }));
+    expect(s.received).to.have.length(3);
+
+    // A head without its body is no whole answer either.
+    const stalled: Reply = (_request, response) => {
+      response.writeHead(200, { 'Content-Type': 'application/json' });
+      response.write('{"success":true,');
+    };
+    const t = await stand(stalled);
+    expect(await failure(t.client({ timeout: 300, maxRetries: 0 }).meta.getHealth())).to.include({ code: 'timeout' });
+  });
+
+  it('ends a call at once when its signal aborts, waits between attempts included', async () => {
+    const s = await stand(refusal(429, 'rate_limited', { 'Retry-After': '30' }));
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error('enough')), 200);
+    const started = performance.now();
+    const error = await failure(s.client().meta.getHealth({ signal: controller.signal }));
+    expect(performance.now() - started).to.be.below(1000);
+    expect(error).to.be.instanceOf(SignalboardAbortError);
+    expect(error).to.include({ status: 0, code: 'aborted' });
+    expect((error.cause as Error).message).to.equal('enough');
+    expect(s.received).to.have.length(1);
+  });
+
+  it('reads an answer that is not the contract’s as unexpected_response', async () => {
+    const html: Reply = (_request, response) => {
+      response.writeHead(502, { 'Content-Type': 'text/html' });
+      response.end('<h1>Bad gateway</h1>');
+    };
+    const s = await stand(html, answer(200, { not: 'an envelope' }));
+    expect(await failure(s.client().projects.delete('acme'))).to.include({ status: 502, code: 'unexpected_response' });
+    expect(await failure(s.client().projects.get('acme'))).to.include({ status: 200, code: 'unexpected_response' });
+  });
+
+  it('refuses options it cannot honour', () => {
+    expect(() => new Signalboard({ baseUrl: 'localhost:3000' })).to.throw(SignalboardError, /baseUrl/);
+    expect(() => new Signalboard({ baseUrl: 'http://localhost', maxRetries: -1 })).to.throw(SignalboardError, /maxRetries/);
+    expect(() => new Signalboard({ baseUrl: 'http://localhost', timeout: 0 })).to.throw(SignalboardError, /timeout/);
+  });
+});

@@ -1,0 +1,148 @@
+/**
+ * The service as operators get it without a clone: `@signalboard/server` packed with `npm pack`,
+ * installed into a new, empty project in a temporary folder, and run there as `npx
+ * signalboard-server` on the embedded database in a data folder of its own: `migrate`, the service
+ * itself, an invite code from the package's own `invite` command, a sign-up over HTTP, a stop; and
+ * its answers to `--help`, `--version` and a command it does not know.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { expect } from 'chai';
+import { embeddedServiceEnv, startServiceProcess, type ServiceProcess } from '../support/service-process.js';
+import { runInstalledBin, type Outcome } from '../support/installed-bin.js';
+
+const run = promisify(execFile);
+const root = path.resolve('.');
+const serverPackage = JSON.parse(readFileSync(path.join(root, 'server/package.json'), 'utf8')) as { name: string; version: string };
+const migrations = readdirSync(path.join(root, 'server/src/db/migrations'))
+  .filter((file) => file.endsWith('.ts'))
+  .map((file) => file.replace(/\.ts$/, ''))
+  .sort();
+
+describe('the server package (npx @signalboard/server)', function () {
+  this.timeout(300_000);
+  let dir: string;
+  let env: NodeJS.ProcessEnv;
+  let service: ServiceProcess | undefined;
+
+  const cli = (args: string[]): Promise<Outcome> => runInstalledBin(dir, 'signalboard-server', args, { env, timeout: 90_000 });
+
+  before(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'signalboard-server-consumer-'));
+    env = embeddedServiceEnv(path.join(dir, 'data'));
+    const packing = performance.now();
+    await run('npm', ['pack', '--pack-destination', dir], { cwd: path.join(root, 'server') });
+    const installing = performance.now();
+    const tarball = readdirSync(dir).find((f) => f.endsWith('.tgz'))!;
+    writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
+    await run('npm', ['install', '--no-audit', '--no-fund', `./${tarball}`], { cwd: dir });
+    const seconds = (from: number, to: number) => `${((to - from) / 1000).toFixed(1)} s`;
+    console.log(`      npm pack (with its build): ${seconds(packing, installing)}; npm install: ${seconds(installing, performance.now())}`);
+  });
+
+  after(() => {
+    // The whole group: npx, and the service it runs.
+    if (service && service.child.exitCode === null && service.child.signalCode === null) process.kill(-service.child.pid!, 'SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('carries the compiled service, its own copy of the contract, README and LICENSE; no sources, nothing of the tooling', () => {
+    const installed = path.join(dir, 'node_modules', serverPackage.name);
+    const files = readdirSync(installed, { recursive: true, withFileTypes: true })
+      .filter((entry) => entry.isFile())
+      .map((entry) => path.relative(installed, path.join(entry.parentPath, entry.name)).split(path.sep).join('/'));
+    expect(
+      files.filter(
+        (f) =>
+          !/^(package\.json|README\.md|LICENSE|dist\/server\/package\.json|dist\/spec\/generated\/openapi\.js(on)?|dist\/server\/src\/.+\.js)$/.test(
+            f,
+          ),
+      ),
+      'files outside the compiled service, the contract, README, LICENSE and package.json',
+    ).to.deep.equal([]);
+    expect(files).to.include.members([
+      'README.md',
+      'dist/server/src/cli.js',
+      'dist/server/src/main.js',
+      ...migrations.map((name) => `dist/server/src/db/migrations/${name}.js`),
+    ]);
+    // tsc writes the JSON it compiles in a layout of its own.
+    const contract = (file: string) => JSON.parse(readFileSync(file, 'utf8')) as unknown;
+    expect(contract(path.join(installed, 'dist/spec/generated/openapi.json')), 'the packaged contract').to.deep.equal(
+      contract(path.join(root, 'spec/generated/openapi.json')),
+    );
+    expect(readFileSync(path.join(installed, 'LICENSE'), 'utf8')).to.equal(readFileSync(path.join(root, 'LICENSE'), 'utf8'));
+    for (const tooling of ['typescript', 'tsx', 'mocha', '@signalboard/sdk', '@signalboard/tools']) {
+      expect(existsSync(path.join(dir, 'node_modules', tooling)), `${tooling} installed`).to.equal(false);
+    }
+  });
+
+  it('answers --help and --version with exit 0, and an unknown command with its usage on stderr and exit 2', async () => {
+    const help = await cli(['--help']);
+    expect(help.code, help.stderr).to.equal(0);
+    expect(help.stdout)
+      .to.match(/^usage: npx @signalboard\/server \[command\]/)
+      .and.to.match(/^\s+migrate\s/m)
+      .and.to.match(/^\s+invite create\s/m);
+
+    const version = await cli(['--version']);
+    expect(version.code, version.stderr).to.equal(0);
+    expect(version.stdout.trim()).to.equal(`${serverPackage.name} ${serverPackage.version} (contract: Signalboard API 1.0.0)`);
+
+    const unknown = await cli(['nonsense']);
+    expect(unknown.code).to.equal(2);
+    expect(unknown.stdout).to.equal('');
+    expect(unknown.stderr).to.include('unknown command "nonsense"').and.to.include('usage: npx @signalboard/server');
+
+    const badOption = await cli(['invite', 'create', '--uses', 'many']);
+    expect(badOption.code).to.equal(2);
+    expect(badOption.stderr).to.include('--uses must be a whole number');
+  });
+
+  it('migrates a new data folder, serves on it, makes an invite code through the running service, and stops on Ctrl-C', async () => {
+    const migrated = await cli(['migrate']);
+    expect(migrated.code, migrated.stderr).to.equal(0);
+    expect(migrated.stdout).to.include(`Applied:\n${migrations.map((name) => `  ${name}`).join('\n')}`);
+
+    service = await startServiceProcess(env, 90_000, {
+      file: 'npx',
+      args: ['--no-install', 'signalboard-server'],
+      cwd: dir,
+      detached: true,
+    });
+    const where = await fetch(`${service.url}/`);
+    expect(where.status).to.equal(200);
+    expect(((await where.json()) as { data: unknown }).data).to.include({ api: '/v1', reference: '/docs', contract: '/v1/openapi.json' });
+
+    const created = await cli(['invite', 'create']);
+    expect(created.code, created.stderr).to.equal(0);
+    expect(created.stdout).to.include('made by the running service');
+    const code = created.stdout.trimEnd().split('\n').at(-1)!;
+    expect(code).to.match(/^inv_[a-z2-7]{26}$/);
+    const signup = await fetch(`${service.url}/v1/auth/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'packaged', email: 'packaged@example.com', password: 'correct horse', invite: code }),
+    });
+    expect(signup.status).to.equal(201);
+    const { data } = (await signup.json()) as { data: { token: string } };
+    const me = await fetch(`${service.url}/v1/users/me`, { headers: { authorization: `Bearer ${data.token}` } });
+    expect(me.status).to.equal(200);
+
+    const whileRunning = await cli(['migrate']);
+    expect(whileRunning.code).to.equal(1);
+    expect(whileRunning.stderr).to.include('stop it first');
+
+    // Ctrl-C in a terminal signals the whole foreground group: npx and the service alike.
+    process.kill(-service.child.pid!, 'SIGINT');
+    await service.waitForLog((entry) => entry.msg === 'closed');
+    await service.exited;
+
+    const again = await cli(['migrate']);
+    expect(again.code, again.stderr).to.equal(0);
+    expect(again.stdout).to.include('Nothing to apply: the schema is up to date.');
+  });
+});

@@ -1,0 +1,430 @@
+/**
+ * The access matrix of every project-scoped operation, from ONE table: operationId × caller →
+ * expected answer. The operations come from the contract the service serves
+ * (`GET /v1/openapi.json`, every path under `/v1/projects/{namespace}`); an operation without a row
+ * fails the suite, so a new project route cannot land without its access rules written down here.
+ *
+ * Each cell sends a valid request (existing ids and usernames, valid bodies), so the status tells
+ * about access and nothing else. Rows whose success would spoil the shared project (delete it,
+ * remove a member, accept or delete an invite, invite the spare user) get a fresh project per cell.
+ *
+ * A second table, at the end, holds the operations outside a project that need a credential (the
+ * account, its sessions and API tokens, the project list) the same way.
+ */
+import { expect } from 'chai';
+import { ContractModel, type Operation } from '../../tools/src/conformance/contract.js';
+import { parseJson, requestInit } from '../../tools/src/conformance/http.js';
+import { baseUrl, secret } from '../support/harness.js';
+import { apiToken, signUp, uniqueName, type TestUser } from '../support/accounts.js';
+import { call, expectData, http } from '../support/http.js';
+import { addMember, createInsight, createProject, invite, namespaceName, projectPath } from '../support/projects.js';
+import { contractModel } from '../support/response-check.js';
+
+const CALLERS = ['owner', 'member', 'nonMember', 'invitee', 'ownerApiToken', 'noToken', 'malformedToken'] as const;
+type Caller = (typeof CALLERS)[number];
+
+/** A success status, or an error status with its code. */
+type Outcome = 200 | 201 | 202 | 204 | readonly [status: number, code: string];
+type Row = {
+  /** A fresh project for every caller, because one caller's success would change the fixture for the next. */
+  freshPerCaller?: boolean;
+  /** Path parameters other than `namespace`, query string and JSON body of a valid request. */
+  request: (f: Fixture, caller: Caller) => Promise<Request> | Request;
+  expect: Record<Caller, Outcome>;
+};
+type Request = { params?: Record<string, string>; query?: string; body?: unknown };
+
+// ----- the outcomes, by rule -----
+const UNAUTHENTICATED = [401, 'unauthenticated'] as const;
+const NOT_FOUND = [404, 'not_found'] as const;
+const NOT_OWNER = [403, 'not_owner'] as const;
+const FORBIDDEN = [403, 'forbidden'] as const;
+const SESSION_REQUIRED = [403, 'session_required'] as const;
+const BILLING_OFF = [503, 'unavailable'] as const;
+
+const anonymous = { noToken: UNAUTHENTICATED, malformedToken: UNAUTHENTICATED } as const;
+/** A project the caller is not a member of does not exist for it. */
+const outsiders = { nonMember: NOT_FOUND, invitee: NOT_FOUND } as const;
+
+/** Any member may. */
+function members(ok: Outcome): Record<Caller, Outcome> {
+  return { owner: ok, member: ok, ownerApiToken: ok, ...outsiders, ...anonymous };
+}
+/** The owner alone; a member is told so. */
+function ownerOnly(ok: Outcome): Record<Caller, Outcome> {
+  return { owner: ok, member: NOT_OWNER, ownerApiToken: ok, ...outsiders, ...anonymous };
+}
+
+// ----- the table -----
+const MATRIX: Record<string, Row> = {
+  getProject: { request: () => ({}), expect: members(200) },
+  updateProject: { request: (_f, caller) => ({ body: { name: `Renamed by ${caller}` } }), expect: ownerOnly(200) },
+  deleteProject: {
+    freshPerCaller: true,
+    request: () => ({}),
+    expect: { ...ownerOnly(204), ownerApiToken: SESSION_REQUIRED },
+  },
+  removeMember: {
+    // Another member than the caller: the owner removes it, a member may not (leaving is tested elsewhere).
+    freshPerCaller: true,
+    request: (f) => ({ params: { username: f.other.username } }),
+    expect: ownerOnly(204),
+  },
+  createInvite: {
+    freshPerCaller: true,
+    request: (f) => ({ body: { username: f.spare.username } }),
+    expect: ownerOnly(201),
+  },
+  listInvites: { request: () => ({ query: '?limit=10' }), expect: members(200) },
+  acceptInvite: {
+    // Only the invitee, on its own invite; a member naming the invitee is refused, anyone else sees nothing.
+    freshPerCaller: true,
+    request: (f) => ({ params: { username: f.invitee.username } }),
+    expect: { owner: FORBIDDEN, member: FORBIDDEN, ownerApiToken: FORBIDDEN, nonMember: NOT_FOUND, invitee: 200, ...anonymous },
+  },
+  deleteInvite: {
+    // The owner revokes, the invitee declines its own.
+    freshPerCaller: true,
+    request: (f) => ({ params: { username: f.invitee.username } }),
+    expect: { owner: 204, member: NOT_OWNER, ownerApiToken: 204, nonMember: NOT_FOUND, invitee: 204, ...anonymous },
+  },
+  createInsight: { request: (_f, caller) => ({ body: { title: `Made by ${caller}`, value: 1, emoji: '📈' } }), expect: members(201) },
+  listInsights: { request: () => ({ query: '?limit=10' }), expect: members(200) },
+  updateInsight: {
+    request: async (f) => ({ params: { insight_id: (await f.newInsight()).id }, body: { increment: 1 } }),
+    expect: members(200),
+  },
+  deleteInsight: {
+    request: async (f) => ({ params: { insight_id: (await f.newInsight()).id } }),
+    expect: members(204),
+  },
+  listActivity: { request: () => ({ query: '?limit=10' }), expect: members(200) },
+
+  listFeeds: { request: () => ({ query: '?limit=10' }), expect: members(200) },
+  createFeed: { request: (_f, caller) => ({ body: { name: `feed-${caller.toLowerCase()}`, emoji: '📣' } }), expect: members(201) },
+  updateFeed: {
+    request: async (f) => ({ params: { feed: await f.newFeed() }, body: { description: 'Everything that happens' } }),
+    expect: members(200),
+  },
+  // A feed of its own per cell: the project keeps `general`, so this is never its last feed (409 last_feed).
+  deleteFeed: { request: async (f) => ({ params: { feed: await f.newFeed() } }), expect: members(204) },
+  publishEvent: {
+    request: () => ({ params: { feed: 'general' }, body: { event: 'Signed up', tags: { plan: 'free' } } }),
+    expect: members(201),
+  },
+  // A member's API token as well as a session, as for a single publication.
+  publishEvents: {
+    request: () => ({
+      body: {
+        events: [
+          { feed: 'general', event: 'Signed up' },
+          { feed: 'general', event: 'Paid', tags: { plan: 'pro' } },
+        ],
+      },
+    }),
+    expect: members(201),
+  },
+  listEvents: { request: () => ({ query: '?limit=10' }), expect: members(200) },
+  // A stream: the cell reads its status and headers, then lets go.
+  streamEvents: { request: () => ({}), expect: members(200) },
+  // The run's server has billing off (no STRIPE_SECRET_KEY): past the access rules, the owner's
+  // answer is 503 `unavailable`, which shows the rules let it through. tests/billing/billing-checkout.test.ts
+  // has the same rules with billing on.
+  createCheckoutSession: { request: () => ({ body: { tier: 1 } }), expect: ownerOnly(BILLING_OFF) },
+  createPortalSession: { request: () => ({}), expect: { ...ownerOnly(BILLING_OFF), ownerApiToken: SESSION_REQUIRED } },
+  transferOwnership: {
+    // To another member than the caller: the owner hands the project over, which changes who owns the fixture.
+    freshPerCaller: true,
+    request: (f) => ({ body: { username: f.other.username } }),
+    expect: { ...ownerOnly(200), ownerApiToken: SESSION_REQUIRED },
+  },
+};
+
+// ----- the people and the project each cell runs against -----
+interface People {
+  owner: TestUser;
+  member: TestUser;
+  /** A second member, the one removeMember removes. */
+  other: TestUser;
+  nonMember: TestUser;
+  invitee: TestUser;
+  /** A user with no tie to any fixture project, for createInvite. */
+  spare: TestUser;
+  ownerApiToken: string;
+}
+
+interface Fixture extends People {
+  namespace: string;
+  newInsight: () => Promise<{ id: string }>;
+  /** A new feed's name. */
+  newFeed: () => Promise<string>;
+}
+
+let feeds = 0;
+
+/** A project with its owner, two members and one pending invitee. */
+async function fixture(people: People): Promise<Fixture> {
+  const project = await createProject(people.owner.token, { name: 'Matrix' });
+  const namespace: string = project.namespace;
+  await addMember(people.owner.token, namespace, people.member);
+  await addMember(people.owner.token, namespace, people.other);
+  await invite(people.owner.token, namespace, people.invitee.username);
+  return {
+    ...people,
+    namespace,
+    newInsight: () => createInsight(people.owner.token, namespace, { title: 'Target', value: 10 }),
+    newFeed: async () => {
+      feeds += 1;
+      const name = `target-${feeds}`;
+      expectData(await call('POST', projectPath(namespace, '/feeds'), people.owner.token, { name }), 201, 'create feed');
+      return name;
+    },
+  };
+}
+
+function authorization(f: Fixture, caller: Caller): string | undefined {
+  switch (caller) {
+    case 'ownerApiToken':
+      return `Bearer ${f.ownerApiToken}`;
+    case 'noToken':
+      return undefined;
+    case 'malformedToken':
+      return 'Bearer not-a-token';
+    default:
+      return `Bearer ${f[caller].token}`;
+  }
+}
+
+/** One cell: the answer as "<status> <code>" (or the bare status on success), with what the contract's judge finds in it appended. */
+async function runCell(op: Operation, f: Fixture, caller: Caller, row: Row): Promise<string> {
+  const request = await row.request(f, caller);
+  return answerOf(op, { namespace: f.namespace, ...request.params }, authorization(f, caller), request);
+}
+
+/** Sends `op` with these path parameters and `Authorization`; the answer as `runCell` shows it. */
+async function answerOf(op: Operation, params: Record<string, string>, auth: string | undefined, request: Request): Promise<string> {
+  const path = op.path.replace(/\{([^}]+)\}/g, (_, name: string) => {
+    const value = params[name];
+    if (value === undefined) throw new Error(`the row of ${op.operationId} gives no value for {${name}}`);
+    return encodeURIComponent(value);
+  });
+  const sent = { method: op.method, path: path + (request.query ?? ''), ...(auth ? { authorization: auth } : {}), json: request.body };
+  // A time limit, and an event stream read only as far as its headers.
+  const response = await fetch(baseUrl() + sent.path, requestInit(sent, { signal: AbortSignal.timeout(10_000) }));
+  const stream = response.headers.get('content-type')?.startsWith('text/event-stream');
+  const text = stream ? undefined : await response.text();
+  if (stream) await response.body?.cancel();
+  const problems = contractModel().judge({ method: op.method, path, status: response.status, headers: response.headers, body: text });
+  const code = response.status >= 300 ? ` ${parseJson(text)?.error?.code}` : '';
+  return `${response.status}${code}${problems.length ? ` (${problems.join('; ')})` : ''}`;
+}
+
+function show(outcome: Outcome): string {
+  return typeof outcome === 'number' ? String(outcome) : `${outcome[0]} ${outcome[1]}`;
+}
+
+describe(
+  `access matrix: ${Object.keys(MATRIX).length} project operations × ${CALLERS.length} callers = ` +
+    `${Object.keys(MATRIX).length * CALLERS.length} cells`,
+  () => {
+    let operations: Map<string, Operation>;
+    let people: People;
+    let shared: Fixture | undefined;
+
+    before(async function () {
+      this.timeout(60_000);
+      const served = await http('GET', '/v1/openapi.json');
+      expect(served.status).to.equal(200);
+      const projectScoped = new ContractModel(served.json).operations.filter((op) => op.path.startsWith('/v1/projects/{namespace}'));
+      operations = new Map(projectScoped.map((op) => [op.operationId, op]));
+      const [owner, member, other, nonMember, invitee, spare] = await Promise.all(Array.from({ length: 6 }, () => signUp()));
+      people = {
+        owner: owner!,
+        member: member!,
+        other: other!,
+        nonMember: nonMember!,
+        invitee: invitee!,
+        spare: spare!,
+        ownerApiToken: '',
+      };
+      people.ownerApiToken = await apiToken(people.owner.token);
+      console.log(
+        `      access matrix: ${Object.keys(MATRIX).length} rows × ${CALLERS.length} callers = ` +
+          `${Object.keys(MATRIX).length * CALLERS.length} cells`,
+      );
+    });
+
+    it('has a row for every project-scoped operation of the served contract, and no row for anything else', () => {
+      const served = [...operations.keys()].sort();
+      expect(served.length).to.be.greaterThan(0);
+      const withoutRow = served.filter((id) => !(id in MATRIX));
+      const withoutOperation = Object.keys(MATRIX).filter((id) => !operations.has(id));
+      expect({ withoutRow, withoutOperation }).to.deep.equal({ withoutRow: [], withoutOperation: [] });
+    });
+
+    for (const [operationId, row] of Object.entries(MATRIX)) {
+      const summary = CALLERS.map((caller) => `${caller} ${show(row.expect[caller])}`).join(', ');
+      it(`${operationId}: ${summary}`, async function () {
+        this.timeout(60_000);
+        const op = operations.get(operationId);
+        if (!op) expect.fail(`${operationId} is not a project-scoped operation of the served contract`);
+        const actual: Record<string, string> = {};
+        const expected: Record<string, string> = {};
+        for (const caller of CALLERS) {
+          const f = row.freshPerCaller ? await fixture(people) : (shared ??= await fixture(people));
+          actual[caller] = await runCell(op, f, caller, row);
+          expected[caller] = show(row.expect[caller]);
+        }
+        expect(actual, `${op.method} ${op.path}`).to.deep.equal(expected);
+      });
+    }
+  },
+);
+
+// ----- the second table: operations outside a project that need a credential -----
+
+/**
+ * Every operation of the served contract that needs a credential and is not under
+ * `/v1/projects/{namespace}` (the account, its credentials, the project list), × caller. As above,
+ * an operation without a row fails the suite. Public operations (sign-up, login, the password
+ * reset) have no row: they take no credential, and their own tests show one sent is ignored.
+ */
+const ACCOUNT_CALLERS = ['session', 'apiToken', 'otherUserSession', 'noToken', 'malformedToken'] as const;
+type AccountCaller = (typeof ACCOUNT_CALLERS)[number];
+
+interface AccountFixture {
+  /** The account the credentials `session` and `apiToken` belong to, and whose resources the rows name. */
+  user: TestUser;
+  apiToken: string;
+  /** Another account, with a session of its own. */
+  other: TestUser;
+  /** A second session of `user`, other than the calling one. */
+  secondSessionId: string;
+  /** A second API token of `user`, other than the calling one. */
+  secondApiTokenId: string;
+}
+
+type AccountRow = {
+  /** Path parameters, query string and JSON body of a valid request, made for this caller. */
+  request: (f: AccountFixture, caller: AccountCaller) => Request;
+  expect: Record<AccountCaller, Outcome>;
+};
+
+/** Any credential of its own account. */
+function anyCredential(ok: Outcome): Record<AccountCaller, Outcome> {
+  return { session: ok, apiToken: ok, otherUserSession: ok, ...anonymous };
+}
+/** A session only; an API token is told so. */
+function sessionOnly(ok: Outcome): Record<AccountCaller, Outcome> {
+  return { ...anyCredential(ok), apiToken: SESSION_REQUIRED };
+}
+/** A session only, on a resource of `user`: another user's session does not find it. */
+function ownSessionOnly(ok: Outcome): Record<AccountCaller, Outcome> {
+  return { ...sessionOnly(ok), otherUserSession: NOT_FOUND };
+}
+
+/** The password of the account the caller acts for. */
+function passwordOf(f: AccountFixture, caller: AccountCaller): string {
+  return caller === 'otherUserSession' ? f.other.password : f.user.password;
+}
+
+const ACCOUNT_MATRIX: Record<string, AccountRow> = {
+  getCurrentUser: { request: () => ({}), expect: anyCredential(200) },
+  updateCurrentUser: { request: () => ({ body: { username: uniqueName('matrix') } }), expect: anyCredential(200) },
+  changePassword: {
+    request: (f, caller) => ({ body: { current_password: passwordOf(f, caller), new_password: `changed-${caller}-password` } }),
+    expect: sessionOnly(204),
+  },
+  changeEmail: {
+    request: (f, caller) => ({ body: { email: `${uniqueName('matrix')}@example.com`, current_password: passwordOf(f, caller) } }),
+    expect: sessionOnly(202),
+  },
+  listReceivedInvites: { request: () => ({ query: '?limit=10' }), expect: anyCredential(200) },
+  logout: { request: () => ({}), expect: sessionOnly(204) },
+  createApiToken: { request: (_f, caller) => ({ body: { name: `Made by ${caller}` } }), expect: sessionOnly(201) },
+  listApiTokens: { request: () => ({ query: '?limit=10' }), expect: sessionOnly(200) },
+  deleteApiToken: { request: (f) => ({ params: { id: f.secondApiTokenId } }), expect: ownSessionOnly(204) },
+  listSessions: { request: () => ({ query: '?limit=10' }), expect: sessionOnly(200) },
+  deleteCurrentUser: { request: (f, caller) => ({ body: { password: passwordOf(f, caller) } }), expect: sessionOnly(204) },
+  deleteSession: { request: (f) => ({ params: { id: f.secondSessionId } }), expect: ownSessionOnly(204) },
+  createProject: {
+    request: (_f, caller) => ({ body: { name: `Made by ${caller}`, namespace: namespaceName() } }),
+    expect: anyCredential(201),
+  },
+  listProjects: { request: () => ({ query: '?limit=10' }), expect: anyCredential(200) },
+};
+
+/** A fresh account per cell: most rows' success (a logout, a new password, an ended session) spends the fixture. */
+async function accountFixture(): Promise<AccountFixture> {
+  const [user, other] = await Promise.all([signUp(), signUp()]);
+  const [apiTokenValue] = await Promise.all([apiToken(user.token), apiToken(user.token, 'second')]);
+  const second = expectData(await call('POST', '/v1/auth/login', undefined, { login: user.username, password: user.password }), 201);
+  secret(second.token as string);
+  const tokens = expectData(await call('GET', '/v1/auth/tokens', user.token)).items as { id: string; name: string }[];
+  const sessions = expectData(await call('GET', '/v1/auth/sessions', user.token)).items as { id: string; current: boolean }[];
+  return {
+    user: user,
+    apiToken: apiTokenValue,
+    other: other,
+    secondSessionId: sessions.find((session) => !session.current)!.id,
+    secondApiTokenId: tokens.find((token) => token.name === 'second')!.id,
+  };
+}
+
+function accountAuthorization(f: AccountFixture, caller: AccountCaller): string | undefined {
+  switch (caller) {
+    case 'session':
+      return `Bearer ${f.user.token}`;
+    case 'apiToken':
+      return `Bearer ${f.apiToken}`;
+    case 'otherUserSession':
+      return `Bearer ${f.other.token}`;
+    case 'noToken':
+      return undefined;
+    case 'malformedToken':
+      return 'Bearer not-a-token';
+  }
+}
+
+describe(
+  `access matrix: ${Object.keys(ACCOUNT_MATRIX).length} account operations × ${ACCOUNT_CALLERS.length} callers = ` +
+    `${Object.keys(ACCOUNT_MATRIX).length * ACCOUNT_CALLERS.length} cells`,
+  () => {
+    let operations: Map<string, Operation>;
+
+    before(async () => {
+      const served = await http('GET', '/v1/openapi.json');
+      expect(served.status).to.equal(200);
+      const accountScoped = new ContractModel(served.json).operations.filter(
+        (op) => !op.isPublic && !op.path.startsWith('/v1/projects/{namespace}'),
+      );
+      operations = new Map(accountScoped.map((op) => [op.operationId, op]));
+    });
+
+    it('has a row for every operation outside a project that needs a credential (but those being added now), and no row for anything else', () => {
+      const served = [...operations.keys()].sort();
+      expect(served.length).to.be.greaterThan(0);
+      const withoutRow = served.filter((id) => !(id in ACCOUNT_MATRIX));
+      const withoutOperation = Object.keys(ACCOUNT_MATRIX).filter((id) => !operations.has(id));
+      expect({ withoutRow, withoutOperation }).to.deep.equal({ withoutRow: [], withoutOperation: [] });
+    });
+
+    for (const [operationId, row] of Object.entries(ACCOUNT_MATRIX)) {
+      const summary = ACCOUNT_CALLERS.map((caller) => `${caller} ${show(row.expect[caller])}`).join(', ');
+      it(`${operationId}: ${summary}`, async function () {
+        this.timeout(60_000);
+        const op = operations.get(operationId);
+        if (!op) expect.fail(`${operationId} is not an operation outside a project that needs a credential`);
+        const actual: Record<string, string> = {};
+        const expected: Record<string, string> = {};
+        for (const caller of ACCOUNT_CALLERS) {
+          const f = await accountFixture();
+          const request = row.request(f, caller);
+          actual[caller] = await answerOf(op, request.params ?? {}, accountAuthorization(f, caller), request);
+          expected[caller] = show(row.expect[caller]);
+        }
+        expect(actual, `${op.method} ${op.path}`).to.deep.equal(expected);
+      });
+    }
+  },
+);
