@@ -92,7 +92,7 @@ export async function resolveToken(em: EntityManager, token: string): Promise<Ca
   if (!kind) return undefined;
   const now = new Date();
   const row = await findCredential(em, kind, hashSecret(token));
-  if (!row || (row.expires_at !== null && new Date(row.expires_at) <= now)) return undefined;
+  if (!row) return undefined;
 
   if (now.getTime() - (row.last_used_at === null ? 0 : new Date(row.last_used_at).getTime()) > TOUCH_INTERVAL_MS) {
     if (kind === 'session') await touchSession(em, row.credential_id, now, new Date(now.getTime() + SESSION_IDLE_DAYS * DAY_MS));

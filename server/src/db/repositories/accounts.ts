@@ -72,20 +72,29 @@ const TABLE: Record<CredentialKind, string> = { session: 'sessions', api: 'api_t
  */
 export type CredentialRow = {
   credential_id: string;
-  expires_at: string | null;
   last_used_at: string | null;
   u__id: string;
   u__username: string;
 } & Record<string, unknown>;
 
-/** The credential of `kind` whose token hashes to `tokenHash`, with its user, in one statement; undefined when none. */
+/**
+ * The one rule of a credential's life, on the database's clock: a session or API token of table
+ * alias `alias` is live while it has no expiry or its expiry is still ahead. Every query that
+ * accepts a credential (the lookup below, the sessions' list, the live streams' re-check) uses it.
+ */
+export function liveCredential(alias?: string): string {
+  const column = alias === undefined ? 'expires_at' : `${alias}.expires_at`;
+  return `(${column} is null or ${column} > now())`;
+}
+
+/** The live credential of `kind` whose token hashes to `tokenHash`, with its user, in one statement; undefined when none. */
 export async function findCredential(em: EntityManager, kind: CredentialKind, tokenHash: string): Promise<CredentialRow | undefined> {
   const table = TABLE[kind];
   const sql = sqlOnce(
     `credential:${table}`,
     () =>
-      `select c.id as credential_id, c.expires_at, c.last_used_at, ${selectColumns(em, User, 'u', 'u')}
-     from ${table} c join users u on u.id = c.user_id where c.token_hash = ?`,
+      `select c.id as credential_id, c.last_used_at, ${selectColumns(em, User, 'u', 'u')}
+     from ${table} c join users u on u.id = c.user_id where c.token_hash = ? and ${liveCredential('c')}`,
   );
   const [row] = await query<CredentialRow>(em, sql, [tokenHash]);
   return row;
@@ -159,7 +168,7 @@ export async function deleteSession(em: EntityManager, id: string, userId?: stri
 
 /** The user's sessions that have not expired, newest first. */
 export function sessionPage(em: EntityManager, userId: string, page: PageRequest): Promise<Session[]> {
-  return findPage(em, Session, { user: userId, expiresAt: { $gt: new Date() } }, page);
+  return findPage(em, Session, { user: userId, [raw(liveCredential())]: true }, page);
 }
 
 export function countApiTokens(em: EntityManager, userId: string): Promise<number> {

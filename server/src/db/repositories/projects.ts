@@ -12,7 +12,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { Feed, Project, ProjectInvite, ProjectMember, type User } from '../entities.js';
 import { findPage, type PageRequest } from '../page.js';
 import { mapRow, plainRow, query, selectColumns, sqlOnce } from '../raw.js';
-import type { CredentialKind } from './accounts.js';
+import { liveCredential, type CredentialKind } from './accounts.js';
 
 /** A member's role in a project (the `project_members.role` column's values). */
 export type MemberRole = ProjectMember['role'];
@@ -317,9 +317,8 @@ export interface StreamViewer {
 const STILL_ALLOWED = `
   select v.i from unnest(?::uuid[], ?::uuid[], ?::uuid[], ?::text[]) with ordinality as v(project_id, user_id, credential_id, kind, i)
   where exists (select 1 from project_members m where m.project_id = v.project_id and m.user_id = v.user_id)
-    and (exists (select 1 from sessions s where v.kind = 'session' and s.id = v.credential_id and s.expires_at > now())
-      or exists (select 1 from api_tokens t
-                 where v.kind = 'api' and t.id = v.credential_id and (t.expires_at is null or t.expires_at > now())))`;
+    and (exists (select 1 from sessions s where v.kind = 'session' and s.id = v.credential_id and ${liveCredential('s')})
+      or exists (select 1 from api_tokens t where v.kind = 'api' and t.id = v.credential_id and ${liveCredential('t')}))`;
 
 /**
  * The positions (from 0) in `viewers` of those still allowed: still a member of the project, and
