@@ -85,3 +85,13 @@ export async function transaction<T>(em: EntityManager, work: (tx: EntityManager
     }
   }
 }
+
+/**
+ * Writes what the unit of work of `tx` holds (entities added or changed since the last write,
+ * activity records included) now, inside the transaction: a unique violation surfaces here, as
+ * `conflictOn` expects, and the statements after it see the rows. A transaction writes the rest
+ * when it commits.
+ */
+export async function writeChanges(tx: EntityManager): Promise<void> {
+  await tx.flush();
+}

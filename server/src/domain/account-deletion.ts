@@ -23,9 +23,8 @@ import {
   membershipsOf,
   ownedProjects,
   projectReference,
-  writeChanges,
 } from '../db/repositories/projects.js';
-import { lockUser, transaction } from '../db/transaction.js';
+import { lockUser, transaction, writeChanges } from '../db/transaction.js';
 import { OwnsProjects } from '../errors.js';
 import { recordActivity, type ActivityType } from './activity.js';
 import { deleteProjectIn, type SubscriptionCanceller } from './projects.js';

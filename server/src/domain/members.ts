@@ -22,10 +22,9 @@ import {
   projectInvitePage,
   receivedInvitePage,
   setMemberRole,
-  writeChanges,
 } from '../db/repositories/projects.js';
 import { lockUserRow } from '../db/row-locks.js';
-import { lockProject, lockUser, transaction } from '../db/transaction.js';
+import { lockProject, lockUser, transaction, writeChanges } from '../db/transaction.js';
 import { Conflict, Forbidden, NotFound } from '../errors.js';
 import { confirmAccess } from './access.js';
 import { recordActivity } from './activity.js';

@@ -16,11 +16,10 @@ import {
   getProjectAfresh,
   memberProjectsPage,
   projectContentsWithin,
-  writeChanges,
   type ProjectContents,
   type ProjectFields,
 } from '../db/repositories/projects.js';
-import { lockProject, lockUser, transaction } from '../db/transaction.js';
+import { lockProject, lockUser, transaction, writeChanges } from '../db/transaction.js';
 import { conflictOn } from '../db/unique.js';
 import type { IconStore } from '../storage/icons.js';
 import { confirmAccess } from './access.js';

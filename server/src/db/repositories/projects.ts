@@ -6,7 +6,7 @@
  *
  * The statements every project route runs (access) and those that fill a project's answer with its
  * members and feeds are written out (raw.ts says why not `find`); the rest goes through MikroORM's
- * unit of work, which writes what the domain added at `writeChanges`.
+ * unit of work, which writes what the domain added at `writeChanges` (db/transaction.ts).
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Feed, Project, ProjectInvite, ProjectMember, type User } from '../entities.js';
@@ -16,17 +16,6 @@ import { liveCredential, type CredentialKind } from './accounts.js';
 
 /** A member's role in a project (the `project_members.role` column's values). */
 export type MemberRole = ProjectMember['role'];
-
-// ---------- The unit of work ----------
-
-/**
- * Writes what the unit of work of `em` holds (entities added or changed since the last write,
- * activity records included) now, inside the transaction: a unique violation surfaces here, as the
- * domain's `conflictOn` expects, and the statements after it see the rows.
- */
-export async function writeChanges(em: EntityManager): Promise<void> {
-  await em.flush();
-}
 
 // ---------- A project's contents, as its answers show them ----------
 
