@@ -11,13 +11,66 @@
  * write gets the row with the ownership already handed over. PostgreSQL only: the embedded
  * database serves one session, so no lock can be held beside the service's, and its transactions
  * run one after another.
+ *
+ * Starting a checkout and opening the customer portal are owner-only too, and must not reach Stripe
+ * for the old owner. With billing off they answer 503, so they go to a second server with billing
+ * on (startExtraServer), whose Stripe calls reach the tests' stand-in (support/stripe-stand-in.ts),
+ * which records every call. It shares the run's database, so the projects made through the run's
+ * own server, and the transfer sent to it, are the ones it sees.
  */
+import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import pg from 'pg';
-import { count, database, sql } from './support/harness.js';
+import { count, database, secret, sql, startExtraServer, type TestServer } from './support/harness.js';
 import { signUp, type TestUser } from './support/accounts.js';
-import { call, expectData, expectError, type Answer } from './support/http.js';
+import { call, callAt, expectData, expectError, type Answer } from './support/http.js';
 import { addMember, createProject, invite, projectPath } from './support/projects.js';
+import { newSubscriptionId } from './support/stripe-events.js';
+import { StripeStandIn } from './support/stripe-stand-in.js';
+
+const STRIPE_KEY = secret(`sk_test_${randomBytes(12).toString('hex')}`);
+
+/** The server with billing on, and the stand-in its Stripe calls reach (started before the cases, on PostgreSQL). */
+let billed: { server: TestServer; standIn: StripeStandIn } | undefined;
+
+function billing(): { server: TestServer; standIn: StripeStandIn } {
+  if (!billed) throw new Error('the billing server is not running');
+  return billed;
+}
+
+async function startBilled(): Promise<void> {
+  const standIn = await StripeStandIn.start(STRIPE_KEY);
+  try {
+    const server = await startExtraServer({
+      STRIPE_SECRET_KEY: STRIPE_KEY,
+      STRIPE_API_URL: standIn.url,
+      STRIPE_PRICE_TIERS: 'price_basic:1,price_pro:2',
+      STRIPE_SUCCESS_URL: 'https://app.example.com/billing/done?session={CHECKOUT_SESSION_ID}',
+      STRIPE_CANCEL_URL: 'https://app.example.com/billing/',
+      STRIPE_PORTAL_RETURN_URL: 'https://app.example.com/settings/billing',
+    });
+    billed = { server, standIn };
+  } catch (error) {
+    await standIn.close();
+    throw error;
+  }
+}
+
+async function planOf(projectId: string): Promise<{ tier: number; billing_id: string | null }> {
+  const [row] = await sql<{ tier: number; billing_id: string | null }>('select tier, billing_id from projects where id = ?', [projectId]);
+  return row!;
+}
+
+/** Stripe was asked nothing: no subscription read, no session created. */
+function expectStripeUntouched(): void {
+  const { standIn } = billing();
+  expect(
+    standIn.calls.map((c) => `${c.method} ${c.path}`),
+    'calls to Stripe',
+  ).to.deep.equal([]);
+  expect(standIn.checkoutSessions, 'checkout sessions').to.deep.equal([]);
+  expect(standIn.portalSessions, 'portal sessions').to.deep.equal([]);
+}
 
 async function waitFor(what: string, condition: () => Promise<boolean>, timeoutMs = 3_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -52,10 +105,20 @@ interface Cast {
   /** A user the old owner tries to invite. */
   outsider: TestUser;
   project: any;
+  /** A Stripe subscription id, which the portal's case gives the project before the race. */
+  subscription: string;
 }
 
-/** The old owner's writes, each with what must be as it was when it is refused. */
-const WRITES: { name: string; send: (cast: Cast) => Promise<Answer>; unchanged: (cast: Cast) => Promise<void> }[] = [
+/**
+ * The old owner's writes, each with what must be as it was when it is refused, and what the
+ * project needs beforehand (`prepare`) beyond the cast.
+ */
+const WRITES: {
+  name: string;
+  prepare?: (cast: Cast) => Promise<void>;
+  send: (cast: Cast) => Promise<Answer>;
+  unchanged: (cast: Cast) => Promise<void>;
+}[] = [
   {
     name: 'DELETE /v1/projects/{namespace}',
     send: ({ owner, project }) => call('DELETE', projectPath(project.namespace), owner.token),
@@ -97,17 +160,48 @@ const WRITES: { name: string; send: (cast: Cast) => Promise<Answer>; unchanged: 
       expect(await roleOf(project.id, mate.id)).to.equal('member');
     },
   },
+  {
+    name: 'POST /v1/projects/{namespace}/billing/checkout',
+    send: ({ owner, project }) =>
+      callAt(billing().server.url, 'POST', projectPath(project.namespace, '/billing/checkout'), owner.token, { tier: 2 }),
+    unchanged: async ({ project }) => {
+      expectStripeUntouched();
+      expect(await planOf(project.id)).to.deep.equal({ tier: 0, billing_id: null });
+    },
+  },
+  {
+    name: 'POST /v1/projects/{namespace}/billing/portal',
+    // The portal is for a project with a subscription: set by hand, as Stripe's events would have.
+    prepare: async ({ project, subscription }) => {
+      await sql('update projects set billing_id = ?, tier = 1 where id = ?', [subscription, project.id]);
+    },
+    send: ({ owner, project }) => callAt(billing().server.url, 'POST', projectPath(project.namespace, '/billing/portal'), owner.token),
+    unchanged: async ({ project, subscription }) => {
+      expectStripeUntouched();
+      expect(await planOf(project.id)).to.deep.equal({ tier: 1, billing_id: subscription });
+    },
+  },
 ];
 
 describe('an owner’s write whose access check ran before a transfer committed', () => {
-  before(function () {
+  before(async function () {
     if (database().kind !== 'postgresql') {
       console.log(
         '      skipped: the embedded database serves one session, so no lock can be held beside the service’s and its transactions never overlap; run with DATABASE_URL',
       );
       this.skip();
     }
+    this.timeout(120_000);
+    await startBilled();
   });
+
+  after(async () => {
+    await billed?.server.close();
+    await billed?.standIn.close();
+    billed = undefined;
+  });
+
+  beforeEach(() => billed?.standIn.reset());
 
   for (const write of WRITES) {
     it(`${write.name}: 403 not_owner once the transfer commits, and nothing changes`, async function () {
@@ -117,7 +211,8 @@ describe('an owner’s write whose access check ran before a transfer committed'
       await addMember(owner.token, project.namespace, heir);
       await addMember(owner.token, project.namespace, mate);
       await invite(owner.token, project.namespace, invitee.username);
-      const cast: Cast = { owner, heir, mate, invitee, outsider, project };
+      const cast: Cast = { owner, heir, mate, invitee, outsider, project, subscription: newSubscriptionId() };
+      await write.prepare?.(cast);
 
       const blocker = new pg.Client({ connectionString: database().orm.config.get('clientUrl') });
       await blocker.connect();
