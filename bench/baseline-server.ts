@@ -3,6 +3,8 @@
  * service, on 127.0.0.1 and a free port (printed as `listening <port>` on stdout).
  *
  *   bare: Koa answering `GET /v1` with the same JSON the service sends. No middleware.
+ *   headers: the same, with the headers the service's answer carries (the `GET /v1` target is
+ *         against `bare`; this one says how much of the difference is the answer itself).
  *   pg:   Koa + `pg`, hand-written, with no ORM, no contract, no validation beyond what the statements
  *         need, answering the same JSON as the service:
  *         - `GET /v1/projects/:namespace`: the authenticated project read (session token → SHA-256 →
@@ -13,11 +15,11 @@
  *         - `PATCH /v1/projects/:namespace/insights/:id` with `{ "increment": n }`: the caller, the
  *           project with its membership, and one `update … set value = value + n`.
  *
- * Usage: tsx bench/baseline-server.ts bare|pg [databaseUrl]
+ * Usage: tsx bench/baseline-server.ts bare|headers|pg [databaseUrl]
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import Koa from 'koa';
 import pg from 'pg';
 import { v7 } from 'uuid';
@@ -25,10 +27,27 @@ import { v7 } from 'uuid';
 const [mode, databaseUrl] = process.argv.slice(2);
 const app = new Koa();
 
-if (mode === 'bare') {
+if (mode === 'bare' || mode === 'headers') {
+  const root = { success: true, data: { message: 'Hello from Signalboard. The API reference is at /v1/openapi.json.' } };
+  // `headers`: the same answer with the headers the service's carries (a request id, the security
+  // headers, its strong tag and Cache-Control), set as the service sets them but with nothing
+  // computed per request beyond the id: the answer's own cost, without the pipeline that makes it.
+  const tag = `"${createHash('sha256').update(JSON.stringify(root)).digest('base64url').slice(0, 22)}"`;
+  const SECURITY: [string, string][] = [
+    ['X-Content-Type-Options', 'nosniff'],
+    ['X-Frame-Options', 'DENY'],
+    ['Referrer-Policy', 'no-referrer'],
+    ['Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'"],
+    ['Cross-Origin-Resource-Policy', 'same-site'],
+  ];
   app.use(async (ctx) => {
+    if (mode === 'headers') {
+      ctx.res.setHeader('X-Request-Id', randomUUID());
+      for (const [name, value] of SECURITY) ctx.res.setHeader(name, value);
+    }
     if (ctx.method === 'GET' && ctx.path === '/v1') {
-      ctx.body = { success: true, data: { message: 'Hello from Signalboard. The API reference is at /v1/openapi.json.' } };
+      ctx.body = root;
+      if (mode === 'headers') ctx.set({ ETag: tag, 'Cache-Control': 'private, no-cache' });
       return;
     }
     ctx.status = 404;
@@ -162,7 +181,7 @@ if (mode === 'bare') {
     };
   });
 } else {
-  console.error('usage: baseline-server.ts bare|pg [databaseUrl]');
+  console.error('usage: baseline-server.ts bare|headers|pg [databaseUrl]');
   process.exit(2);
 }
 

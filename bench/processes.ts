@@ -3,6 +3,8 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { openSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { freePort } from '../tests/support/pg-cluster.js';
+import type { FixedCost } from './fixed-cost.js';
+import { say } from './run.js';
 
 export const root = path.resolve(import.meta.dirname, '..');
 /** Where the service is started from: this checkout, or another (`--service-root`, e.g. a copy before a change). */
@@ -10,6 +12,8 @@ let serviceRoot = root;
 export function setServiceRoot(dir: string): void {
   serviceRoot = path.resolve(dir);
 }
+/** The checkout the service is started (and built) from. */
+export const serviceRootDir = (): string => serviceRoot;
 
 export interface Child {
   name: string;
@@ -128,7 +132,7 @@ export async function startService(
   });
 }
 
-export async function startBaseline(mode: 'bare' | 'pg', databaseUrl: string, logFile: string): Promise<Child> {
+export async function startBaseline(mode: 'bare' | 'headers' | 'pg', databaseUrl: string, logFile: string): Promise<Child> {
   const port = await freePort();
   return startChild({
     name: `baseline-${mode}`,
@@ -136,7 +140,7 @@ export async function startBaseline(mode: 'bare' | 'pg', databaseUrl: string, lo
     args: ['bench/baseline-server.ts', mode, databaseUrl],
     env: { BENCH_PORT: String(port) },
     port,
-    probePath: mode === 'bare' ? '/v1' : '/v1/projects/none',
+    probePath: mode === 'pg' ? '/v1/projects/none' : '/v1',
     logFile,
   });
 }
@@ -209,4 +213,21 @@ export function postgresPids(): number[] {
       }
     })
     .map(Number);
+}
+
+/**
+ * GET /v1's CPU per request in-process (bench/fixed-cost.ts, in a process of its own), in the
+ * service's build against a bare Koa app: the pipeline's fixed cost without the network's.
+ */
+export function fixedCost(): FixedCost {
+  const out = execFileSync(process.execPath, ['--import', 'tsx', 'bench/fixed-cost.ts', '--json', '--root', serviceRootDir()], {
+    cwd: root,
+    encoding: 'utf8',
+  });
+  const result = JSON.parse(out.trim().split('\n').at(-1)!) as FixedCost;
+  const micros = result.service[0]!.micros;
+  say(
+    `Fixed cost of GET /v1 in-process: service ${micros} µs of CPU per request, bare Koa ${result.bareMicros} µs (×${(micros / result.bareMicros).toFixed(2)})`,
+  );
+  return result;
 }

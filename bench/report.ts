@@ -3,6 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { LoadResult } from './load.js';
 import { root } from './processes.js';
+import type { FixedCost } from './fixed-cost.js';
 import type { RoutingResult } from './routing.js';
 
 export interface Machine {
@@ -107,6 +108,8 @@ export interface Results {
     compiled?: { runs: number[]; median: number; rssMiB: number; compileMs: number };
   };
   rss?: { peakMiB: number; idleMiB: number };
+  /** bench/fixed-cost.ts: GET /v1 in-process, the compiled app against a bare Koa app (absent from runs before it was measured). */
+  fixedCost?: FixedCost;
 }
 
 const fmt = (n: number | undefined, digits = 1) => (n === undefined || Number.isNaN(n) ? '–' : n.toFixed(digits));
@@ -177,6 +180,13 @@ export function markdown(results: Results): string {
     lines.push(
       `- **Resident memory** of instance A: ${results.rss.idleMiB} MiB after seeding and logins, peak ${results.rss.peakMiB} MiB under load over every scenario (target ≤ 200 MiB).`,
     );
+  if (results.fixedCost) {
+    const f = results.fixedCost;
+    const service = f.service[0]!;
+    lines.push(
+      `- **Fixed cost of a request** (\`GET ${f.path}\` in-process, bench/fixed-cost.ts: the compiled app driven through Node's own request and response objects, no network, Node 20's promise hooks on as in the service; median of ${f.rounds} rounds of ${f.requests.toLocaleString('en')}): the service ${fmt(service.micros)} µs of CPU per request, a bare Koa app ${fmt(f.bareMicros)} µs (×${(service.micros / f.bareMicros).toFixed(2)}).`,
+    );
+  }
   if (results.routing) {
     lines.push(
       '',

@@ -9,10 +9,14 @@
  * read. Prints every figure, writes bench/results.json and the table in BENCHMARKS.md, and drops the
  * database at the end.
  *
+ * This file is the run and its load scenarios; the measurements beside them are in bench/, one
+ * file each (interleaved.ts, stream-latency.ts, signup-burst.ts, routing.ts, fixed-cost.ts,
+ * cold-start.ts), with what they share in bench/run.ts and the processes in bench/processes.ts.
+ *
  * Options:
  *   --duration S     seconds per scenario (default 10); --warmup S (default 2); --connections N (default 50)
  *   --section NAME   which table of BENCHMARKS.md to write (default `current`; `before` for a run before changes)
- *   --only a,b       run only these scenarios (names as printed); implies --no-write
+ *   --only a,b       run only these scenarios and measurements (e.g. baseline-bare,root,fixed-cost); implies --no-write
  *   --profile        run instance A with `--cpu-prof` (profiles in the run's temporary folder, printed)
  *   --node-args "…"  extra node options for instance A only, e.g. "--max-old-space-size=256" (a V8
  *                    setting a deployment might use); an experiment: implies --no-write
@@ -27,26 +31,27 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { seed, type Fixture } from '../bench/seed.js';
-import { freePort, freshDatabase } from '../tests/support/pg-cluster.js';
-import { load, percentile, probe, type LoadRequest, type LoadResult } from '../bench/load.js';
+import { coldStart } from '../bench/cold-start.js';
+import { interleaved } from '../bench/interleaved.js';
+import { load, probe, type LoadRequest, type LoadResult } from '../bench/load.js';
 import {
   buildService,
-  cpuMicros,
-  cpuSpent,
-  postgresPids,
+  fixedCost,
   root,
   rssMiB,
   sampleRss,
-  serviceCommand,
   setServiceRoot,
   startBaseline,
-  startChild,
   startService,
   type Child,
 } from '../bench/processes.js';
-import { measureRouting } from '../bench/routing.js';
 import { writeResults, type Results, type ScenarioResult } from '../bench/report.js';
+import { measureRouting } from '../bench/routing.js';
+import { cycle, json, logFile, round, say, type BenchRun } from '../bench/run.js';
+import { seed } from '../bench/seed.js';
+import { signupBurst } from '../bench/signup-burst.js';
+import { streamLatency } from '../bench/stream-latency.js';
+import { freshDatabase } from '../tests/support/pg-cluster.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -74,14 +79,8 @@ const write = !args['no-write'] && !only && !args['node-args'];
 const adminUrl = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 /** Logs of every process of the run (kept), and their data folders (removed at the end). */
 const outDir = path.join(os.tmpdir(), `signalboard-bench-${Date.now()}`);
-const log = (name: string) => path.join(outDir, `${name}.log`);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
-
-function say(text: string): void {
-  process.stdout.write(text + '\n');
-}
+const measurement: BenchRun = { outDir, seconds, connections };
+const log = (name: string) => logFile(measurement, name);
 
 async function postgresVersion(url: string): Promise<string> {
   const client = new pg.Client({ connectionString: url });
@@ -89,23 +88,6 @@ async function postgresVersion(url: string): Promise<string> {
   const { rows } = await client.query<{ server_version: string }>('show server_version');
   await client.end();
   return rows[0]!.server_version.split(' ')[0]!;
-}
-
-async function json<T>(url: string, method: string, body: unknown, token?: string): Promise<T> {
-  const response = await fetch(url, {
-    method,
-    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: body === undefined ? null : JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (response.status >= 300) throw new Error(`${method} ${url}: ${response.status} ${text.slice(0, 300)}`);
-  return (text ? JSON.parse(text) : undefined) as T;
-}
-
-/** Round-robin over a list. */
-function cycle<T>(items: T[]): () => T {
-  let i = 0;
-  return () => items[i++ % items.length]!;
 }
 
 async function main(): Promise<void> {
@@ -196,6 +178,8 @@ async function main(): Promise<void> {
 
     const bare = await startBaseline('bare', db.url, log('baseline-bare'));
     children.push(bare);
+    const withHeaders = await startBaseline('headers', db.url, log('baseline-headers'));
+    children.push(withHeaders);
     const handWritten = await startBaseline('pg', db.url, log('baseline-pg'));
     children.push(handWritten);
 
@@ -236,6 +220,10 @@ async function main(): Promise<void> {
       return (): LoadRequest => ({ method: 'GET', path: `/v1/projects/${largest}`, headers: { authorization: `Bearer ${token()}` } });
     })();
     await run('baseline-bare', 'baseline: bare Koa GET /v1', bare, () => message);
+    // The bare route with the headers the service's answer carries: how much of GET /v1's ratio is the answer itself.
+    await run('baseline-headers', "baseline: bare Koa GET /v1 with the service's headers", withHeaders, () => message, {
+      baseline: 'baseline-bare',
+    });
     await run('baseline-pg', 'baseline: Koa + pg project read', handWritten, projectRead);
     await run('root', 'GET /v1', a, () => message, { baseline: 'baseline-bare' });
     await run('project-read', `GET /v1/projects/:namespace (20 members, 5 feeds)`, a, projectRead, { baseline: 'baseline-pg' });
@@ -412,9 +400,10 @@ async function main(): Promise<void> {
       if (base) s.ratio = { rps: round(s.rps / base.rps), p99: round(s.p99 / base.p99) };
     }
 
-    if (wanted('project-read-interleaved')) results.interleaved = await interleaved(a, handWritten, projectRead);
-    if (wanted('stream')) results.stream = await streamLatency(a, env, fixture, await login(fixture.stream.members[0]!), children);
-    if (wanted('signup-burst')) results.signupBurst = await signupBurst(a, fixture);
+    if (wanted('project-read-interleaved')) results.interleaved = await interleaved(measurement, a, handWritten, projectRead);
+    if (wanted('stream'))
+      results.stream = await streamLatency(measurement, a, env, fixture, await login(fixture.stream.members[0]!), children);
+    if (wanted('signup-burst')) results.signupBurst = await signupBurst(measurement, a, fixture);
     results.rss = {
       idleMiB: idleRss,
       peakMiB: Math.max(0, ...results.scenarios.filter((s) => !s.name.startsWith('baseline')).map((s) => s.rssMiB ?? 0)),
@@ -427,9 +416,10 @@ async function main(): Promise<void> {
           `  ${r.case}: full ${r.serviceFull} µs, one route ${r.serviceOne} µs (×${r.ratio}); openapi-backend matchOperation: ${r.openapiBackendMatchFull} µs vs ${r.openapiBackendMatchOne} µs`,
         );
     }
-    // Cold starts last, with every other process stopped.
+    // The in-process fixed cost and the cold starts last, with every other process stopped.
     for (const child of children) await child.stop();
-    if (wanted('cold-start')) results.coldStart = await coldStart(env);
+    if (wanted('fixed-cost')) results.fixedCost = fixedCost();
+    if (wanted('cold-start')) results.coldStart = await coldStart(measurement, env);
 
     results.machine.loadAfter = os.loadavg();
     say('');
@@ -450,321 +440,6 @@ async function main(): Promise<void> {
       if (entry.startsWith('data') || entry === 'build') rmSync(path.join(outDir, entry), { recursive: true, force: true });
     }
   }
-}
-
-/** Milliseconds on one clock shared by the publishers and the stream readers of this process. */
-const clock = () => performance.timeOrigin + performance.now();
-
-/**
- * Reads a project's live stream from `base` until `signal` aborts, telling `onEvent` each event's
- * data and the moment its message was parsed.
- */
-async function readStream(
-  base: string,
-  namespace: string,
-  token: string,
-  signal: AbortSignal,
-  onEvent: (data: { event: string; tags: Record<string, unknown>; created_at: string }, at: number) => void,
-): Promise<() => Promise<void>> {
-  const response = await fetch(`${base}/v1/projects/${namespace}/events/stream`, { headers: { authorization: `Bearer ${token}` }, signal });
-  if (response.status !== 200 || !response.body) throw new Error(`stream: ${response.status}`);
-  const reading = (async () => {
-    const decoder = new TextDecoder();
-    let buffer = '';
-    try {
-      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-        const at = clock();
-        buffer += decoder.decode(chunk, { stream: true });
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          const message = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const data = message.split('\n').find((line) => line.startsWith('data: '));
-          if (data) onEvent(JSON.parse(data.slice(6)) as { event: string; tags: Record<string, unknown>; created_at: string }, at);
-        }
-      }
-    } catch {
-      // aborted
-    }
-  })();
-  return () => reading;
-}
-
-const sortedRound = (values: number[]) => values.sort((x, y) => x - y);
-
-/**
- * Publish on A, receive on a stream from a second instance B on the same database: first 300
- * events one after another, then while 50 connections publish to the project as fast as they can
- * (the single-publish scenario's load), with a stream on each instance; each event carries the
- * moment its request was built, so every receipt gives a delivery latency.
- */
-async function streamLatency(
-  a: Child,
-  env: Record<string, string>,
-  fixture: Fixture,
-  token: string,
-  children: Child[],
-): Promise<Results['stream']> {
-  const b = await startService('B', { ...env, DATA_DIR: path.join(outDir, 'data-b') }, log('service-b'));
-  children.push(b);
-  const namespace = fixture.stream.namespace;
-
-  const quiet = new AbortController();
-  const received = new Map<string, number>();
-  const stopQuiet = await readStream(b.url, namespace, token, quiet.signal, (data, at) => received.set(data.event, at));
-  await sleep(300);
-  const events = 300;
-  const sent = new Map<string, number>();
-  const publishTimes: number[] = [];
-  for (let i = 0; i < events; i++) {
-    const name = `latency ${i}`;
-    const started = clock();
-    sent.set(name, started);
-    await json(`${a.url}/v1/projects/${namespace}/feeds/general/events`, 'POST', { event: name, tags: { i } }, token);
-    publishTimes.push(clock() - started);
-    await sleep(5);
-  }
-  const deadline = performance.now() + 10_000;
-  while (received.size < events && performance.now() < deadline) await sleep(20);
-  quiet.abort();
-  await stopQuiet();
-  const latencies = sortedRound([...sent].filter(([name]) => received.has(name)).map(([name, at]) => received.get(name)! - at));
-  if (latencies.length < events) throw new Error(`stream: received ${latencies.length} of ${events} events`);
-
-  const busy = new AbortController();
-  const delivered: number[][] = [[], []];
-  const sinceStored: number[] = [];
-  const readers = await Promise.all(
-    [a, b].map((instance, i) =>
-      readStream(instance.url, namespace, token, busy.signal, (data, at) => {
-        delivered[i]!.push(at - Number(data.tags.sent));
-        sinceStored.push(at - Date.parse(data.created_at));
-      }),
-    ),
-  );
-  await sleep(300);
-  let n = 0;
-  const publishing = await load(a.url, {
-    connections,
-    seconds,
-    next: () => ({
-      method: 'POST',
-      path: `/v1/projects/${namespace}/feeds/general/events`,
-      headers: { authorization: `Bearer ${token}` },
-      body: JSON.stringify({ event: `under load ${n++}`, tags: { sent: clock() } }),
-    }),
-  });
-  await sleep(1_000);
-  busy.abort();
-  for (const stop of readers) await stop();
-  await b.stop();
-  const underLoad = sortedRound(delivered.flat());
-  const stored = sortedRound(sinceStored);
-  const result = {
-    events,
-    p50: round(percentile(latencies, 50)),
-    p99: round(percentile(latencies, 99)),
-    max: round(latencies.at(-1)!),
-    publishP50: round(percentile(sortedRound(publishTimes), 50)),
-    underLoad: {
-      publishRps: publishing.rps,
-      publishP99: publishing.p99,
-      received: delivered.map((list) => list.length),
-      p50: round(percentile(underLoad, 50)),
-      p99: round(percentile(underLoad, 99)),
-      max: round(underLoad.at(-1)!),
-      storedP50: round(percentile(stored, 50)),
-      storedP99: round(percentile(stored, 99)),
-    },
-  };
-  say(
-    `Stream latency A → B over ${events} events: p50 ${result.p50} ms, p99 ${result.p99} ms, max ${result.max} ms (publish alone p50 ${result.publishP50} ms)`,
-  );
-  say(
-    `Stream latency while ${connections} connections publish (${publishing.rps} events/s, publish p99 ${publishing.p99} ms), streams on A and B ` +
-      `(${result.underLoad.received.join(' + ')} events received), from the publish request's start: p50 ${result.underLoad.p50} ms, p99 ${result.underLoad.p99} ms, ` +
-      `max ${result.underLoad.max} ms; from the event's storage (created_at): p50 ${result.underLoad.storedP50} ms, p99 ${result.underLoad.storedP99} ms`,
-  );
-  return result;
-}
-
-/**
- * GET /v1 at 50 connections while 20 sign-ups run at once (bcrypt cost 10): the p99 of the answers
- * completed during the burst, and that of a single caller asking every 10 ms, which shows a
- * stalled event loop directly. Several rounds, answers pooled.
- */
-async function signupBurst(a: Child, fixture: Fixture): Promise<Results['signupBurst']> {
-  const rounds = 3;
-  const signups = 20;
-  const during: number[] = [];
-  const probe: number[] = [];
-  const quiet: number[] = [];
-  const burstTimes: number[] = [];
-  const signupTimes: number[] = [];
-  let invite = 0;
-  for (let round = 0; round < rounds; round++) {
-    const answers: { at: number; ms: number }[] = [];
-    const { default: autocannon } = await import('autocannon');
-    let finish!: () => void;
-    const finished = new Promise<void>((resolve) => (finish = resolve));
-    const instance = autocannon({ url: `${a.url}/v1`, connections, duration: 3 }, () => finish());
-    instance.on('response', (_c: unknown, status: number, _b: number, ms: number) => {
-      if (status === 200) answers.push({ at: performance.now(), ms });
-    });
-    await sleep(1_000);
-    let probing = true;
-    const prober = (async () => {
-      while (probing) {
-        const started = performance.now();
-        await (await fetch(`${a.url}/v1`)).arrayBuffer();
-        probe.push(performance.now() - started);
-        await sleep(10);
-      }
-    })();
-    const burstStart = performance.now();
-    await Promise.all(
-      Array.from({ length: signups }, async (_, i) => {
-        const started = performance.now();
-        const username = `burst_${round}_${i}_${Date.now() % 100000}`;
-        await json(`${a.url}/v1/auth/signup`, 'POST', {
-          username,
-          email: `${username}@bench.example.com`,
-          password: 'burst password 123',
-          invite: fixture.invites[invite++],
-        });
-        signupTimes.push(performance.now() - started);
-      }),
-    );
-    const burstEnd = performance.now();
-    probing = false;
-    await prober;
-    burstTimes.push(burstEnd - burstStart);
-    await finished;
-    for (const answer of answers) {
-      // An answer overlaps the burst if it was in flight at any point between its start and end.
-      if (answer.at >= burstStart && answer.at - answer.ms <= burstEnd) during.push(answer.ms);
-      else if (answer.at < burstStart - 100) quiet.push(answer.ms);
-    }
-  }
-  const sorted = (xs: number[]) => xs.sort((x, y) => x - y);
-  const result = {
-    rounds,
-    signups,
-    burstMs: round(median(burstTimes), 0),
-    signupP50: round(percentile(sorted(signupTimes), 50), 0),
-    rootP99During: round(percentile(sorted(during), 99)),
-    rootMaxDuring: round(sorted(during).at(-1) ?? NaN),
-    rootP99Quiet: round(percentile(sorted(quiet), 99)),
-    probeP99During: round(percentile(sorted(probe), 99)),
-  };
-  say(
-    `Sign-up burst (${signups} at once, cost 10): ${result.burstMs} ms; GET /v1 p99 during it ${result.rootP99During} ms (max ${result.rootMaxDuring}, quiet p99 ${result.rootP99Quiet}); single caller p99 ${result.probeP99During} ms`,
-  );
-  return result;
-}
-
-/**
- * Spawn → first answer to GET /v1, on the migrated bench database, nothing else running, as
- * `npm start` runs the service once built (`serviceCommand()`), with plain node's own
- * start-up beside it.
- */
-async function coldStart(env: Record<string, string>): Promise<Results['coldStart']> {
-  const runs: number[] = [];
-  const ready: number[] = [];
-  const rss: number[] = [];
-  for (let i = 0; i < 5; i++) {
-    const file = log(`cold-${i}`);
-    const child = await startService(`cold-${i}`, { ...env, DATA_DIR: path.join(outDir, `data-cold-${i}`) }, file);
-    runs.push(child.startMs);
-    rss.push(rssMiB(child.pid) ?? NaN);
-    await child.stop();
-    const line = readFileSync(file, 'utf8')
-      .split('\n')
-      .find((l) => l.includes('"msg":"ready"'));
-    if (line) ready.push((JSON.parse(line) as { ms: number }).ms);
-  }
-  const node: number[] = [];
-  for (let i = 0; i < 5; i++) {
-    const port = await freePort();
-    // The smallest program node can start that answers HTTP: node's own start-up cost.
-    const child = await startChild({
-      name: 'node-only',
-      args: ['-e', `require('node:http').createServer((q, s) => s.end('ok')).listen(${port}, '127.0.0.1')`],
-      port,
-      probePath: '/',
-      logFile: log('node-only'),
-    });
-    node.push(child.startMs);
-    await child.stop();
-  }
-  const result: NonNullable<Results['coldStart']> = {
-    command: serviceCommand(),
-    runs: runs.map((n) => round(n, 0)),
-    median: round(median(runs), 0),
-    readyLogMedian: ready.length ? median(ready) : NaN,
-    nodeOnlyMedian: round(median(node), 0),
-    rssMiB: round(median(rss), 0),
-  };
-  say(
-    `Cold start: median ${result.median} ms (${result.runs.join(', ')}); ready line ${result.readyLogMedian} ms; node alone ${result.nodeOnlyMedian} ms; RSS at first answer ${result.rssMiB} MiB`,
-  );
-  return result;
-}
-
-/**
- * The project read and its hand-written baseline in alternating rounds (baseline, service, baseline,
- * …), after both were warmed up by their scenarios: drift of a shared machine (other processes,
- * CPU steal) then falls on both sides of each ratio instead of on one scenario. Each round also
- * counts the CPU time per request of the process under load and of PostgreSQL (its processes on
- * this machine, which serve only the process under load during its round): a steadier figure than
- * throughput on a noisy machine, and it says which side a difference comes from.
- */
-async function interleaved(service: Child, baseline: Child, next: () => LoadRequest): Promise<Results['interleaved']> {
-  const rounds: NonNullable<Results['interleaved']>['rounds'] = [];
-  const roundSeconds = Math.max(1, Math.round(seconds / 2));
-  const measured = async (target: Child) => {
-    const postgres = postgresPids();
-    const before = { node: cpuMicros([target.pid]), postgres: cpuMicros(postgres) };
-    const result = await load(target.url, { connections, seconds: roundSeconds, next });
-    const perRequest = (spent: number) => round(spent / Math.max(1, result.requests), 0);
-    return {
-      result,
-      cpu: {
-        node: perRequest(cpuSpent(before.node, cpuMicros([target.pid]))),
-        postgres: perRequest(cpuSpent(before.postgres, cpuMicros(postgres))),
-      },
-    };
-  };
-  for (let i = 0; i < 5; i++) {
-    const base = await measured(baseline);
-    const ours = await measured(service);
-    rounds.push({
-      baselineRps: base.result.rps,
-      serviceRps: ours.result.rps,
-      rps: round(ours.result.rps / base.result.rps),
-      p99: round(ours.result.p99 / base.result.p99),
-      cpuMicros: { baseline: base.cpu, service: ours.cpu },
-    });
-  }
-  const cpuMedian = (side: 'baseline' | 'service', of: 'node' | 'postgres') => median(rounds.map((r) => r.cpuMicros![side][of]));
-  const result = {
-    seconds: roundSeconds,
-    rounds,
-    medianRps: median(rounds.map((r) => r.rps)),
-    medianP99: median(rounds.map((r) => r.p99)),
-    cpuMicrosMedian: {
-      baseline: { node: cpuMedian('baseline', 'node'), postgres: cpuMedian('baseline', 'postgres') },
-      service: { node: cpuMedian('service', 'node'), postgres: cpuMedian('service', 'postgres') },
-    },
-  };
-  const cpu = result.cpuMicrosMedian;
-  say(
-    `Project read vs baseline, interleaved: ${rounds.map((r) => `${r.rps}× (p99 ${r.p99}×)`).join(', ')}; median ${result.medianRps}×, p99 ${result.medianP99}×`,
-  );
-  say(
-    `  CPU per request (medians): baseline ${cpu.baseline.node} µs in node + ${cpu.baseline.postgres} µs in PostgreSQL; service ${cpu.service.node} + ${cpu.service.postgres} µs`,
-  );
-  return result;
 }
 
 /** Rewrites the tables from the stored results (after a change to the report's layout). */

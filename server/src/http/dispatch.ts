@@ -23,11 +23,12 @@ import { Internal } from '../errors.js';
 import type { Services } from '../services.js';
 import { authorize, identify } from './auth.js';
 import { readJsonBody, readRawBody } from './body.js';
-import { invalidRequest, type Contract, type ContractOperation } from './contract.js';
-import type { Outcome } from './envelope.js';
+import type { Contract, ContractOperation } from './contract.js';
+import type { Reply } from './envelope.js';
 import type { HandlerContext, Handlers, OperationId } from './handler-types.js';
 import { IDEMPOTENCY_KEY, onceForKey } from './idempotency.js';
 import { clientAddress, type RateLimits } from './rate-limit.js';
+import { invalidRequest } from './validation-errors.js';
 
 /** What the pipeline itself works with, which no handler reaches. */
 export interface Pipeline {
@@ -51,29 +52,83 @@ function hasHandler(handlers: Handlers, operationId: string): operationId is Ope
 }
 
 /** Calls operation `operationId`'s handler with that operation's input: the types pair them here. */
-function callHandler<K extends OperationId>(handlers: Handlers, operationId: K, input: HandlerContext<K>): Promise<Outcome> {
+function callHandler<K extends OperationId>(handlers: Handlers, operationId: K, input: HandlerContext<K>): Promise<Reply> {
   return handlers[operationId](input);
 }
 
 export function dispatch({ contract, orm, rateLimits }: Pipeline, handlers: Handlers, services: Services): Middleware {
   const leaseMs = claimLeaseMs(services.config.database);
-  return async (ctx) => {
-    const { op, params } = contract.match(ctx.method, ctx.path);
+  const setup: Setup = { contract, orm, rateLimits, handlers, services, leaseMs };
+  // A refusal made before anything is awaited (404, 405, a public route's 400) is thrown here, not
+  // returned: Koa's compose, which calls every middleware, turns it into the rejection the envelope answers.
+  return (ctx) => new Dispatch(setup, ctx).identify();
+}
+
+/** What every request's dispatch shares, set up once. */
+interface Setup extends Pipeline {
+  handlers: Handlers;
+  services: Services;
+  leaseMs: number;
+}
+
+/**
+ * One request's way through the steps above, one method a step. A step that has something to wait
+ * for hands its promise to the next step (`then`); one that has not calls the next step at once,
+ * so a request pays only for the promises its own steps make (GET /v1: its handler's).
+ */
+class Dispatch {
+  readonly #setup: Setup;
+  readonly #ctx: Context;
+  readonly #op: ContractOperation;
+  readonly #operationId: OperationId;
+  readonly #params: Record<string, string>;
+  readonly #authorization: string | undefined;
+  #forked: EntityManager | undefined;
+
+  constructor(setup: Setup, ctx: Context) {
+    const { op, params } = setup.contract.match(ctx.method, ctx.path);
     const operationId = op.operationId;
     ctx.state.operationId = operationId;
     // handlers/index.ts has a handler for every operation of the generated contract the service loads.
-    if (!hasHandler(handlers, operationId)) throw new Internal();
-    let forked: EntityManager | undefined;
-    const em = () => (forked ??= unitOfWork(orm));
-    const authorization = ctx.get('Authorization') || undefined;
-    const identifying = identify(op, authorization, em);
-    const resolved = identifying && (await identifying);
-    const counting = rateLimits.consume(operationId, ctx, resolved);
-    if (counting) await counting;
-    const caller = authorize(op, resolved);
-    const body = op.hasBody && !op.rawBody ? await readJsonBody(ctx) : undefined;
+    if (!hasHandler(setup.handlers, operationId)) throw new Internal();
+    this.#setup = setup;
+    this.#ctx = ctx;
+    this.#op = op;
+    this.#operationId = operationId;
+    this.#params = params;
+    this.#authorization = ctx.get('Authorization') || undefined;
+  }
 
-    const checked = contract.validate(op, { headers: ctx.headers, query: ctx.query, body }, params);
+  /** The request's entity manager, forked when something first uses it. */
+  readonly em = (): EntityManager => (this.#forked ??= unitOfWork(this.#setup.orm));
+
+  /** Resolves the credential, if the operation needs one. */
+  identify(): Promise<void> {
+    const identifying = identify(this.#op, this.#authorization, this.em);
+    return identifying ? identifying.then((resolved) => this.count(resolved)) : this.count(undefined);
+  }
+
+  /** Counts the request against its rate limit, by `resolved` if there is one. */
+  private count(resolved: Caller | undefined): Promise<void> {
+    const counting = this.#setup.rateLimits.consume(this.#operationId, this.#ctx, resolved);
+    return counting ? counting.then(() => this.read(resolved)) : this.read(resolved);
+  }
+
+  /** Refuses a request without the credential it needs, then reads its body, if the pipeline reads it. */
+  private read(resolved: Caller | undefined): Promise<void> {
+    const caller = authorize(this.#op, resolved);
+    const op = this.#op;
+    if (op.hasBody && !op.rawBody) return readJsonBody(this.#ctx).then((body) => this.run(caller, body));
+    return this.run(caller, undefined);
+  }
+
+  /** Validates the request and calls its handler, once per `Idempotency-Key`; the reply goes to `ctx.state.outcome`. */
+  private run(caller: Caller | undefined, body: unknown): Promise<void> {
+    const { contract, handlers, services, leaseMs } = this.#setup;
+    const ctx = this.#ctx;
+    const op = this.#op;
+    const operationId = this.#operationId;
+    const checked = contract.validate(op, { headers: ctx.headers, query: ctx.query, body }, this.#params);
     if (!checked.ok) throw invalidRequest(checked.details);
     // The one boundary between the contract's run-time check and its compile-time types: `validate`
     // has just held the path, query, declared headers and body to this operation's schema (coercing
@@ -84,13 +139,15 @@ export function dispatch({ contract, orm, rateLimits }: Pipeline, handlers: Hand
       query: checked.query,
       body,
     } as CheckedParts<typeof operationId>;
-    const input = new HandlerInput(parts, ctx, op, contract, { authorization, caller, em, services });
+    const input = new HandlerInput(parts, ctx, op, contract, { authorization: this.#authorization, caller, em: this.em, services });
     const work = () => callHandler(handlers, operationId, input);
     const key = op.takesIdempotencyKey ? ctx.get(IDEMPOTENCY_KEY) : '';
-    ctx.state.outcome = await (key && caller
-      ? onceForKey({ ctx, em: em(), scope: { userId: caller.userId, key }, body, leaseMs }, work)
-      : work());
-  };
+    const replying =
+      key && caller ? onceForKey({ ctx, em: this.em(), scope: { userId: caller.userId, key }, body, leaseMs }, work) : work();
+    return replying.then((reply) => {
+      ctx.state.outcome = reply;
+    });
+  }
 }
 
 /**

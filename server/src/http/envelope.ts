@@ -11,7 +11,12 @@ import { isMissingReference, sqlStateOf } from '../db/errors.js';
 import { ApiError, Internal, NotFound, Unavailable } from '../errors.js';
 import { PreparedBody, sendPrepared } from './representation.js';
 
-export interface Outcome {
+/**
+ * What a request's handling ends with, for the envelope to send: a handler's answer (a status with
+ * its data, wrapped in the envelope; a body sent as it is; an event stream), or an answer recorded
+ * for an Idempotency-Key, replayed. Failures are thrown, never replied.
+ */
+export interface Reply {
   status: number;
   data?: unknown;
   /**
@@ -25,7 +30,8 @@ export interface Outcome {
 
 declare module 'koa' {
   interface DefaultState {
-    outcome?: Outcome;
+    /** The request's `Reply`, set by dispatch.ts (the name predates the type's; tests set it too). */
+    outcome?: Reply;
     operationId?: string;
     requestId: string;
   }
@@ -108,8 +114,8 @@ function toApiError(error: unknown, logger: Logger): ApiError {
 }
 
 /** The body of a success answer other than a 204 or a stream: the handler's own (`raw`), or its data in the envelope. */
-export function successBody(outcome: Outcome): unknown {
-  return outcome.raw !== undefined ? outcome.raw : { success: true, data: outcome.data };
+export function successBody(reply: Reply): unknown {
+  return reply.raw !== undefined ? reply.raw : { success: true, data: reply.data };
 }
 
 /** The body of a failure answer. */
@@ -120,37 +126,53 @@ export function failureBody(error: ApiError): unknown {
   };
 }
 
+/**
+ * Not async: it hands on `next`'s promise with its two continuations (`answer`, `failure`) rather than
+ * awaiting it in a promise of its own. Every request pays for each promise the pipeline makes, and
+ * dearly once MikroORM's AsyncLocalStorage has installed Node 20's promise hooks for the process.
+ */
 export function envelope(): Middleware {
-  return async (ctx, next) => {
-    let answer: unknown;
-    try {
-      await next();
-      const outcome = ctx.state.outcome;
-      if (!outcome) return; // not an API route (static files): nothing to wrap
-      ctx.status = outcome.status;
-      if (outcome.stream) {
-        ctx.type = 'text/event-stream';
-        ctx.set({ 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
-        ctx.body = outcome.stream;
-        return;
-      }
-      if (outcome.status === 204) {
-        ctx.body = null;
-        return;
-      }
-      if (outcome.raw !== undefined) {
-        sendPrepared(ctx, preparedDocument(outcome.raw as object));
-        return;
-      }
-      answer = successBody(outcome);
-    } catch (thrown) {
-      const error = toApiError(thrown, ctx.state.log);
-      ctx.status = error.status;
-      ctx.set(error.headers);
-      answer = failureBody(error);
+  return (ctx, next) =>
+    next().then(
+      () => answer(ctx),
+      (thrown: unknown) => sendJson(ctx, failure(ctx, thrown)),
+    );
+}
+
+/** Sends the request's reply, if it has one (a static mount answers for itself); a failure to send it is answered as an error. */
+function answer(ctx: Context): void {
+  let body: unknown;
+  try {
+    const reply = ctx.state.outcome;
+    if (!reply) return; // not an API route (static files): nothing to wrap
+    ctx.status = reply.status;
+    if (reply.stream) {
+      ctx.type = 'text/event-stream';
+      ctx.set({ 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
+      ctx.body = reply.stream;
+      return;
     }
-    sendJson(ctx, answer);
-  };
+    if (reply.status === 204) {
+      ctx.body = null;
+      return;
+    }
+    if (reply.raw !== undefined) {
+      sendPrepared(ctx, preparedDocument(reply.raw as object));
+      return;
+    }
+    body = successBody(reply);
+  } catch (thrown) {
+    body = failure(ctx, thrown);
+  }
+  sendJson(ctx, body);
+}
+
+/** The failure's status and headers set on the answer; its body returned. */
+function failure(ctx: Context, thrown: unknown): unknown {
+  const error = toApiError(thrown, ctx.state.log);
+  ctx.status = error.status;
+  ctx.set(error.headers);
+  return failureBody(error);
 }
 
 /** What Koa's own JSON answers carry (it looks the type up per answer). */

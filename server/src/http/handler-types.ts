@@ -21,7 +21,8 @@ export type RequestBody<K extends OperationId> = Op<K> extends { requestBody: in
 type Responses<K extends OperationId> = Op<K>['responses'];
 type SuccessStatus<K extends OperationId> = Extract<keyof Responses<K>, 200 | 201 | 202 | 204>;
 type Content<T> = T extends { content: infer C } ? C : never;
-type Outcome<K extends OperationId, S extends keyof Responses<K>> = S extends 204
+/** What a handler returns for success status `S` of operation `K`. */
+type ResultFor<K extends OperationId, S extends keyof Responses<K>> = S extends 204
   ? { status: 204 }
   : Content<Responses<K>[S]> extends { 'text/event-stream': unknown }
     ? { status: S; stream: Readable }
@@ -30,7 +31,7 @@ type Outcome<K extends OperationId, S extends keyof Responses<K>> = S extends 20
       : { status: S; raw: Json<Responses<K>[S]> };
 
 /** What a handler returns: a documented success status with its payload (the envelope is added for it). */
-export type Result<K extends OperationId> = { [S in SuccessStatus<K>]: Outcome<K, S> }[SuccessStatus<K>];
+export type Result<K extends OperationId> = { [S in SuccessStatus<K>]: ResultFor<K, S> }[SuccessStatus<K>];
 
 export interface HandlerContext<K extends OperationId> {
   params: PathParams<K>;

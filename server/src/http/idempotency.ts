@@ -30,7 +30,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Context } from 'koa';
 import { claimOrRecall, recordAnswer, releaseKey, type KeyScope, type StoredAnswer } from '../domain/idempotency.js';
 import { ApiError } from '../errors.js';
-import { failureBody, successBody, type Outcome } from './envelope.js';
+import { failureBody, successBody, type Reply } from './envelope.js';
 
 export const IDEMPOTENCY_KEY = 'Idempotency-Key';
 
@@ -67,7 +67,7 @@ export interface KeyedRequest {
 }
 
 /** Runs `work` once for the request's key: see the top of this file. */
-export async function onceForKey({ ctx, em, scope, body, leaseMs }: KeyedRequest, work: () => Promise<Outcome>): Promise<Outcome> {
+export async function onceForKey({ ctx, em, scope, body, leaseMs }: KeyedRequest, work: () => Promise<Reply>): Promise<Reply> {
   const claim = randomUUID();
   const recalled = await claimOrRecall(em, scope, fingerprint(ctx.method, ctx.path, body), claim, leaseMs);
   if (recalled) {
@@ -80,9 +80,9 @@ export async function onceForKey({ ctx, em, scope, body, leaseMs }: KeyedRequest
       const err = { type: (error as Error).name, code: (error as { code?: unknown }).code };
       ctx.state.log.warn({ err }, 'idempotency key left claimed');
     });
-  let outcome: Outcome;
+  let reply: Reply;
   try {
-    outcome = await work();
+    reply = await work();
   } catch (error) {
     await settle(
       error instanceof ApiError && error.status < 500
@@ -91,12 +91,12 @@ export async function onceForKey({ ctx, em, scope, body, leaseMs }: KeyedRequest
     );
     throw error;
   }
-  const sent = outcome.status === 204 ? null : JSON.stringify(successBody(outcome));
-  await settle(recordAnswer(em, scope, claim, { status: outcome.status, body: sent }));
-  return outcome;
+  const sent = reply.status === 204 ? null : JSON.stringify(successBody(reply));
+  await settle(recordAnswer(em, scope, claim, { status: reply.status, body: sent }));
+  return reply;
 }
 
 /** A recorded answer as the envelope sends it again: the same JSON text (parsing it and serialising it again gives the text back). */
-function replay(answer: StoredAnswer): Outcome {
+function replay(answer: StoredAnswer): Reply {
   return answer.body === null ? { status: answer.status } : { status: answer.status, raw: JSON.parse(answer.body) as unknown };
 }

@@ -15,8 +15,11 @@
  * - A body that is a stream (the live event stream) passes untouched: never buffered, never tagged.
  *
  * A request with neither Accept-Encoding nor If-None-Match pays for one hash of its body, on GET
- * only (the figures are in docs/performance-journal.md); the bytes hashed are the bytes sent, so a
- * JSON string is encoded once, here, rather than by Node when writing it.
+ * only (the figures are in docs/performance-journal.md). The bytes hashed are the bytes sent: a
+ * JSON string that may be compressed (COMPRESS_MIN_BYTES or more) is encoded once, here, since Node
+ * would measure, flatten and encode a large string again when writing it; a smaller one is hashed
+ * as the UTF-8 bytes Node writes for it and sent as it is, which spares it a Buffer and a second
+ * assignment of Koa's body.
  */
 import type { Context, Middleware } from 'koa';
 import { compressAnswer, compressPrepared, isCompressible, negotiateCoding, type Coding } from './compression.js';
@@ -67,36 +70,45 @@ export function sendPrepared(ctx: Context, body: PreparedBody): void {
 
 const API_CACHE_CONTROL = 'private, no-cache';
 
+/** Not async: it works in a continuation on `next`'s promise, which it hands on (see envelope.ts: every promise costs every request). */
 export function representations(): Middleware {
-  return async (ctx, next) => {
-    await next();
-    const body: unknown = ctx.body;
-    const prepared = ctx.state.prepared;
-    if (!prepared && typeof body !== 'string' && !Buffer.isBuffer(body)) return; // a stream, or no body
-    const validated = ctx.status === 200 && (ctx.method === 'GET' || ctx.method === 'HEAD');
-    const type = ctx.res.getHeader('Content-Type');
-    const compressible = typeof type === 'string' && isCompressible(type, ctx.response.length ?? 0);
-    if (!validated && !compressible) return;
+  return (ctx, next) => next().then(() => represent(ctx));
+}
 
-    const bytes = prepared ? prepared.bytes : typeof body === 'string' ? Buffer.from(body) : (body as Buffer);
-    const coding = compressible ? negotiateCoding(ctx.get('Accept-Encoding')) : 'identity';
-    if (compressible) ctx.vary('Accept-Encoding');
-    if (validated) {
-      // A mount that knows its body's validator (the icon CDN: the content hash in the name) sets the identity's ETag itself.
-      const own = ctx.res.getHeader('ETag');
-      const tag = codedTag(prepared?.tag ?? (typeof own === 'string' ? own : strongTag(bytes)), coding);
-      ctx.set('ETag', tag);
-      if (!ctx.res.hasHeader('Cache-Control')) ctx.set('Cache-Control', API_CACHE_CONTROL);
-      if (ifNoneMatchFails(ctx.get('If-None-Match'), tag)) {
-        ctx.status = 304; // Koa drops the body, Content-Type and Content-Length
-        return;
-      }
-    }
-    if (coding === 'identity') {
-      if (body !== bytes) ctx.body = bytes;
+/** The answer's tag, 304 and coding (see the top of this file); a promise only while a prepared body's coding is made. */
+function represent(ctx: Context): Promise<void> | undefined {
+  const body: unknown = ctx.body;
+  const prepared = ctx.state.prepared;
+  if (!prepared && typeof body !== 'string' && !Buffer.isBuffer(body)) return; // a stream, or no body
+  const validated = ctx.status === 200 && (ctx.method === 'GET' || ctx.method === 'HEAD');
+  const type = ctx.res.getHeader('Content-Type');
+  const compressible = typeof type === 'string' && isCompressible(type, ctx.response.length ?? 0);
+  if (!validated && !compressible) return;
+
+  const bytes = prepared ? prepared.bytes : typeof body === 'string' ? (compressible ? Buffer.from(body) : body) : (body as Buffer);
+  const coding = compressible ? negotiateCoding(ctx.get('Accept-Encoding')) : 'identity';
+  if (compressible) ctx.vary('Accept-Encoding');
+  if (validated) {
+    // A mount that knows its body's validator (the icon CDN: the content hash in the name) sets the identity's ETag itself.
+    const own = ctx.res.getHeader('ETag');
+    const tag = codedTag(prepared?.tag ?? (typeof own === 'string' ? own : strongTag(bytes)), coding);
+    ctx.set('ETag', tag);
+    if (!ctx.res.hasHeader('Cache-Control')) ctx.set('Cache-Control', API_CACHE_CONTROL);
+    if (ifNoneMatchFails(ctx.get('If-None-Match'), tag)) {
+      ctx.status = 304; // Koa drops the body, Content-Type and Content-Length
       return;
     }
-    ctx.body = prepared ? await prepared.encoded(coding) : compressAnswer(bytes, coding);
-    ctx.set('Content-Encoding', coding);
-  };
+  }
+  if (coding === 'identity') {
+    if (body !== bytes) ctx.body = bytes;
+    return;
+  }
+  if (prepared) {
+    return prepared.encoded(coding).then((encoded) => {
+      ctx.body = encoded;
+      ctx.set('Content-Encoding', coding);
+    });
+  }
+  ctx.body = compressAnswer(Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes), coding); // compressible: already bytes
+  ctx.set('Content-Encoding', coding);
 }
