@@ -16,7 +16,13 @@ import { baseUrl, count, database, outputDir, secret, sha256, sql, startExtraSer
 import { signUp, signUpOn, uniqueName, type TestUser } from '../support/accounts.js';
 import { Mailbox, type Mail } from '../support/mailbox.js';
 import { callAt, expectData, expectError, expectInvalid, expectNoContent, tally, type Answer } from '../support/http.js';
-import { embeddedServiceEnv, npmRunUser, operatorInviteCode, startServiceProcess, type ServiceProcess } from '../support/service-process.js';
+import {
+  embeddedServiceEnv,
+  npmRunUser,
+  operatorInviteCode,
+  startServiceProcess,
+  type ServiceProcess,
+} from '../support/service-process.js';
 
 const RESET_URL = 'https://app.example.com/reset?token=';
 const FROM = 'Signalboard <noreply@example.com>';
