@@ -621,7 +621,7 @@ describe('icon store', () => {
         app.use(envelope());
         app.use(async (ctx) => {
           const owner = await database().orm.em.fork().findOneOrFail(User, { id: user.id });
-          ctx.state.outcome = { status: 200, data: await change(owner) };
+          ctx.state.reply = { status: 200, data: await change(owner) };
         });
         server = app.listen(0, '127.0.0.1');
         await new Promise((resolve) => server.once('listening', resolve));

@@ -14,10 +14,10 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config.js';
-import { claimKey, findKey, type KeyScope, type StoredAnswer } from '../db/repositories/idempotency.js';
+import { claimKey, findKey, recordAnswer, releaseKey, type KeyScope, type StoredAnswer } from '../db/repositories/idempotency.js';
 import { IdempotencyInProgress, IdempotencyKeyReused } from '../errors.js';
 
-export { recordAnswer, releaseKey, type KeyScope, type StoredAnswer } from '../db/repositories/idempotency.js';
+export type { KeyScope, StoredAnswer };
 
 /** How long a key's first answer is kept, and the key held to the request it was first used for. */
 export const KEY_LIFETIME_MS = 24 * 60 * 60_000;
@@ -61,4 +61,14 @@ export async function claimOrRecall(
     return state.answer;
   }
   throw new IdempotencyInProgress();
+}
+
+/**
+ * Settles the claim once its request has run: an answer below 500 stays with the key (a retry gets
+ * it again); a 5xx, or a request that ended without an answer, gives the key back, so a retry runs
+ * afresh rather than replaying a fault.
+ */
+export async function settleKey(em: EntityManager, scope: KeyScope, claim: string, answer: StoredAnswer | undefined): Promise<void> {
+  if (answer && answer.status < 500) await recordAnswer(em, scope, claim, answer);
+  else await releaseKey(em, scope, claim);
 }

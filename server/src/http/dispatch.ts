@@ -122,7 +122,7 @@ class Dispatch {
     return this.run(caller, undefined);
   }
 
-  /** Validates the request and calls its handler, once per `Idempotency-Key`; the reply goes to `ctx.state.outcome`. */
+  /** Validates the request and calls its handler, once per `Idempotency-Key`; the reply goes to `ctx.state.reply`. */
   private run(caller: Caller | undefined, body: unknown): Promise<void> {
     const { contract, handlers, services, leaseMs } = this.#setup;
     const ctx = this.#ctx;
@@ -145,7 +145,7 @@ class Dispatch {
     const replying =
       key && caller ? onceForKey({ ctx, em: this.em(), scope: { userId: caller.userId, key }, body, leaseMs }, work) : work();
     return replying.then((reply) => {
-      ctx.state.outcome = reply;
+      ctx.state.reply = reply;
     });
   }
 }

@@ -30,8 +30,8 @@ export interface Reply {
 
 declare module 'koa' {
   interface DefaultState {
-    /** The request's `Reply`, set by dispatch.ts (the name predates the type's; tests set it too). */
-    outcome?: Reply;
+    /** The request's `Reply`, set by dispatch.ts (and by tests that stand in for a handler). */
+    reply?: Reply;
     operationId?: string;
     requestId: string;
   }
@@ -143,7 +143,7 @@ export function envelope(): Middleware {
 function answer(ctx: Context): void {
   let body: unknown;
   try {
-    const reply = ctx.state.outcome;
+    const reply = ctx.state.reply;
     if (!reply) return; // not an API route (static files): nothing to wrap
     ctx.status = reply.status;
     if (reply.stream) {

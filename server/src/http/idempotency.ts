@@ -28,7 +28,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Context } from 'koa';
-import { claimOrRecall, recordAnswer, releaseKey, type KeyScope, type StoredAnswer } from '../domain/idempotency.js';
+import { claimOrRecall, settleKey, type KeyScope, type StoredAnswer } from '../domain/idempotency.js';
 import { ApiError } from '../errors.js';
 import { failureBody, successBody, type Reply } from './envelope.js';
 
@@ -85,14 +85,17 @@ export async function onceForKey({ ctx, em, scope, body, leaseMs }: KeyedRequest
     reply = await work();
   } catch (error) {
     await settle(
-      error instanceof ApiError && error.status < 500
-        ? recordAnswer(em, scope, claim, { status: error.status, body: JSON.stringify(failureBody(error)) })
-        : releaseKey(em, scope, claim),
+      settleKey(
+        em,
+        scope,
+        claim,
+        error instanceof ApiError ? { status: error.status, body: JSON.stringify(failureBody(error)) } : undefined,
+      ),
     );
     throw error;
   }
   const sent = reply.status === 204 ? null : JSON.stringify(successBody(reply));
-  await settle(recordAnswer(em, scope, claim, { status: reply.status, body: sent }));
+  await settle(settleKey(em, scope, claim, { status: reply.status, body: sent }));
   return reply;
 }
 

@@ -18,7 +18,7 @@ const WELL_FORMED_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  * requests log only their request line, which needs no logger of its own.
  */
 export class RequestState {
-  outcome?: Reply;
+  reply?: Reply;
   operationId?: string;
   prepared?: PreparedBody;
   #log: Logger | undefined;

@@ -21,12 +21,12 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import pg from 'pg';
-import { count, database, secret, sql, startExtraServer, type TestServer } from './support/harness.js';
-import { signUp, type TestUser } from './support/accounts.js';
-import { call, callAt, expectData, expectError, type Answer } from './support/http.js';
-import { addMember, createProject, invite, projectPath } from './support/projects.js';
-import { newSubscriptionId } from './support/stripe-events.js';
-import { StripeStandIn } from './support/stripe-stand-in.js';
+import { count, database, secret, sql, startExtraServer, type TestServer } from '../support/harness.js';
+import { signUp, type TestUser } from '../support/accounts.js';
+import { call, callAt, expectData, expectError, type Answer } from '../support/http.js';
+import { addMember, createProject, invite, projectPath } from '../support/projects.js';
+import { newSubscriptionId } from '../support/stripe-events.js';
+import { StripeStandIn } from '../support/stripe-stand-in.js';
 
 const STRIPE_KEY = secret(`sk_test_${randomBytes(12).toString('hex')}`);
 
