@@ -13,7 +13,7 @@
  */
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { formatReport, runFuzz } from '../tests/support/fuzz.js';
+import { formatReport, runFuzz } from '../tests/support/fuzz/run.js';
 import { startFuzzServer } from '../tests/support/fuzz-server.js';
 import { assertResponsesMatchContract, installResponseCheck } from '../tests/support/response-check.js';
 

@@ -1,5 +1,5 @@
 /**
- * Property-based fuzzing of every operation of the contract (tests/support/fuzz.ts): at least
+ * Property-based fuzzing of every operation of the contract (tests/support/fuzz/): at least
  * 2,000 generated and mutated requests, none may get a 5xx or an answer the contract's judge finds
  * fault with, and none that is refused may change the database. The server is the suite's own code on a database of its own
  * (a fresh PGlite folder, or a fresh database on DATABASE_URL's server), with rate limits off and a
@@ -9,7 +9,8 @@
 import path from 'node:path';
 import { pino } from 'pino';
 import { expect } from 'chai';
-import { formatReport, operationsOf, runFuzz } from '../support/fuzz.js';
+import { operationsOf } from '../support/fuzz/operations.js';
+import { formatReport, runFuzz } from '../support/fuzz/run.js';
 import { startFuzzServer, type FuzzServer } from '../support/fuzz-server.js';
 import { outputDir, secret } from '../support/harness.js';
 import { contractModel } from '../support/response-check.js';

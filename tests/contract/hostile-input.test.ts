@@ -15,7 +15,7 @@ import { baseUrl, database } from '../support/harness.js';
 import { inviteCode, signUp, uniqueName, type TestUser } from '../support/accounts.js';
 import { expectData, expectError, send, type Answer } from '../support/http.js';
 import { createProject, projectPath } from '../support/projects.js';
-import { Snapshotter } from '../support/fuzz.js';
+import { Snapshotter } from '../support/fuzz/snapshot.js';
 
 const MAX_DETAILS = 20;
 const NUL = 'must not contain NUL characters';
