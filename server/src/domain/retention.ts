@@ -11,8 +11,6 @@ import { deleteStripeEventsBefore } from '../db/repositories/billing.js';
 import { deleteEventsWithIdBelow } from '../db/repositories/events.js';
 import { KEY_LIFETIME_MS } from './idempotency.js';
 
-export { tryPruneLock } from '../db/prune-lock.js';
-
 /** How much one run deletes of a kind: `batchSize` rows a statement, at most `maxBatches` of them. */
 export interface Batches {
   batchSize: number;

@@ -14,12 +14,8 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { unitOfWork, type Database } from '../db/orm.js';
-import {
-  deleteEventsStoredBefore,
-  deleteExpiredIdempotencyKeys,
-  deleteStripeEventsReceivedBefore,
-  tryPruneLock,
-} from '../domain/retention.js';
+import { tryPruneLock } from '../db/prune-lock.js';
+import { deleteEventsStoredBefore, deleteExpiredIdempotencyKeys, deleteStripeEventsReceivedBefore } from '../domain/retention.js';
 import { moveDiskIcons } from '../storage/disk-icons.js';
 import type { IconStore } from '../storage/icons.js';
 
