@@ -22,10 +22,11 @@ export type EventInput = components['schemas']['PublishEventRequest'];
 /**
  * The limits on tags that the contract cannot express: at most 20 of them, keys of 1–32 `[a-z0-9-]`.
  * `at` is where the tags are in the request (`/body/tags`, or `/body/events/N/tags` in a batch).
+ * An end user's properties follow the same rule with a cap of their own.
  */
-function checkTags(tags: Record<string, TagValue>, at = '/body/tags'): void {
+export function checkTags(tags: Record<string, TagValue>, at = '/body/tags', max = MAX_TAGS, noun = 'tags'): void {
   const keys = Object.keys(tags);
-  if (keys.length > MAX_TAGS) throw InvalidRequest.field(at, `must have at most ${MAX_TAGS} tags`);
+  if (keys.length > max) throw InvalidRequest.field(at, `must have at most ${max} ${noun}`);
   const bad = keys.find((key) => !TAG_KEY.test(key));
   if (bad !== undefined) throw InvalidRequest.field(`${at}/${bad}`, 'must be a key of 1–32 lower-case letters, digits and hyphens');
 }
@@ -69,10 +70,10 @@ export class EventPublisher {
   /** Stores an event in its feed: `publishMany` with a batch of one. */
   async publish(em: EntityManager, project: Project, feedName: string, input: EventInput): Promise<EventRow> {
     // Every field of the body goes on to the batch's event: one the contract adds does not compile until it does.
-    const { event: what, description, emoji, tags, timestamp, ...unhandled } = input;
+    const { event: what, description, emoji, tags, timestamp, user_id, notify, ...unhandled } = input;
     const _everyField: Record<string, never> = unhandled;
     checkTags(tags ?? {});
-    const [event] = await this.store(em, project, [{ feed: feedName, event: what, description, emoji, tags, timestamp }]);
+    const [event] = await this.store(em, project, [{ feed: feedName, event: what, description, emoji, tags, timestamp, user_id, notify }]);
     return event!;
   }
 
@@ -126,7 +127,7 @@ async function storeGroup(publications: Publication[]): Promise<Outcome<EventRow
     const now = new Date();
     const outcomes = publications.map((publication): Outcome<EventRow[]> => {
       if (!publication.inputs.every((input) => feeds.has(input.feed))) return { ok: false, error: feedNotFound() };
-      const events = publication.inputs.map(({ feed, event, description, emoji, tags, timestamp, ...unhandled }) => {
+      const events = publication.inputs.map(({ feed, event, description, emoji, tags, timestamp, user_id, notify, ...unhandled }) => {
         // Every field of the contract's event is stored: one it adds does not compile until it is.
         const _everyField: Record<string, never> = unhandled;
         return {
@@ -136,6 +137,8 @@ async function storeGroup(publications: Publication[]): Promise<Outcome<EventRow
           description: description ?? null,
           emoji: emoji ?? null,
           tags: tags ?? {},
+          userId: user_id ?? null,
+          notify: notify ?? false,
           timestamp: timestamp ? new Date(timestamp) : now,
           createdAt: now,
         };
@@ -150,18 +153,15 @@ async function storeGroup(publications: Publication[]): Promise<Outcome<EventRow
   });
 }
 
-/**
- * `GET /v1/projects/{namespace}/events`'s filters: a feed's name, and a tag as `key:value`, whose
- * value matches a string tag, or a number or boolean tag it spells.
- */
-export type EventFilter = Pick<NonNullable<operations['listEvents']['parameters']['query']>, 'feed' | 'tag'>;
+/** `GET /v1/projects/{namespace}/events`'s filters: see the contract's `listEvents`. */
+export type EventFilter = Pick<NonNullable<operations['listEvents']['parameters']['query']>, 'feed' | 'tag' | 'user_id' | 'q'>;
 
 /** The JSON documents `tags @> …` must contain for a `key:value` filter: one per type the value can be. */
-function tagCandidates(tag: string): Record<string, TagValue>[] {
+function tagCandidates(tag: string, at: string): Record<string, TagValue>[] {
   const colon = tag.indexOf(':');
   const key = colon < 0 ? tag : tag.slice(0, colon);
   if (colon < 0 || !TAG_KEY.test(key))
-    throw InvalidRequest.field('/query/tag', 'must be key:value with a key of 1–32 lower-case letters, digits and hyphens');
+    throw InvalidRequest.field(at, 'must be key:value with a key of 1–32 lower-case letters, digits and hyphens');
   const value = tag.slice(colon + 1);
   const candidates: Record<string, TagValue>[] = [{ [key]: value }];
   if (value !== '' && Number.isFinite(Number(value))) candidates.push({ [key]: Number(value) });
@@ -169,10 +169,10 @@ function tagCandidates(tag: string): Record<string, TagValue>[] {
   return candidates;
 }
 
-/** A page of the project's events, newest first; each filter is served by its own index ending in the id. */
+/** A page of the project's events, newest first, matching every filter given; each filter is served by an index ending in the id. */
 export async function eventsOf(em: EntityManager, project: Project, filter: EventFilter, page: PageRequest): Promise<EventRow[]> {
   const below = decodeCursor(page.cursor);
-  const tagsContainingAny = filter.tag === undefined ? [] : tagCandidates(filter.tag);
+  const tags = (filter.tag ?? []).map((tag, i) => tagCandidates(tag, `/query/tag/${i}`));
   let feedId: string | undefined;
   if (filter.feed !== undefined) {
     // Resolved first, so the page walks (feed_id, id); an unknown feed simply matches nothing.
@@ -180,5 +180,5 @@ export async function eventsOf(em: EntityManager, project: Project, filter: Even
     if (!feed) return [];
     feedId = feed.id;
   }
-  return eventsPage(em, { projectId: project.id, feedId, below, tagsContainingAny, limit: page.limit + 1 });
+  return eventsPage(em, { projectId: project.id, feedId, userId: filter.user_id, words: filter.q, below, tags, limit: page.limit + 1 });
 }

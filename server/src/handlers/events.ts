@@ -1,8 +1,9 @@
 import type { Handler } from '../http/handler-types.js';
 import { projectAccess } from '../domain/access.js';
+import { eventCounts } from '../domain/event-counts.js';
 import { eventsOf } from '../domain/events.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
-import { presentEvent } from '../presenters/project.js';
+import { presentEvent, presentEventCounts } from '../presenters/project.js';
 
 export const publishEvent: Handler<'publishEvent'> = async ({ params, body, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'event.publish');
@@ -22,8 +23,13 @@ export const publishEvents: Handler<'publishEvents'> = async ({ params, body, ca
 export const listEvents: Handler<'listEvents'> = async ({ params, query, caller, em }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'event.list');
   const page = pageRequest(query);
-  const events = await eventsOf(em, project, { feed: query.feed, tag: query.tag }, page);
+  const events = await eventsOf(em, project, query, page);
   return { status: 200, data: toPage(events, page.limit, presentEvent) };
+};
+
+export const countEvents: Handler<'countEvents'> = async ({ params, query, caller, em }) => {
+  const { project } = await projectAccess(em, caller, params.namespace, 'event.count');
+  return { status: 200, data: presentEventCounts(await eventCounts(em, project, query)) };
 };
 
 export const streamEvents: Handler<'streamEvents'> = async ({ params, headers, caller, em, services }) => {

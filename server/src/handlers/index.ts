@@ -13,10 +13,12 @@ import {
 } from './users.js';
 import { listActivity } from './activity.js';
 import { createCheckoutSession, createPortalSession, stripeWebhook } from './billing.js';
-import { listEvents, publishEvent, publishEvents, streamEvents } from './events.js';
+import { countEvents, listEvents, publishEvent, publishEvents, streamEvents } from './events.js';
+import { getEndUser, identifyEndUser } from './end-users.js';
 import { createFeed, deleteFeed, listFeeds, updateFeed } from './feeds.js';
 import { createInsight, deleteInsight, listInsights, updateInsight } from './insights.js';
 import { acceptInvite, createInvite, deleteInvite, listInvites, listReceivedInvites } from './invites.js';
+import { logsnagGroup, logsnagIncrementInsight, logsnagLog, logsnagPage, logsnagSetInsight } from './logsnag.js';
 import { removeMember } from './members.js';
 import { confirmPasswordReset, requestPasswordReset } from './password-reset.js';
 import { createProject, deleteProject, getProject, listProjects, transferOwnership, updateProject } from './projects.js';
@@ -58,6 +60,9 @@ export const handlers: Handlers = {
   publishEvents,
   listEvents,
   streamEvents,
+  countEvents,
+  identifyEndUser,
+  getEndUser,
   stripeWebhook,
   createCheckoutSession,
   createPortalSession,
@@ -72,4 +77,9 @@ export const handlers: Handlers = {
   changeEmail,
   confirmEmailChange,
   revertEmailChange,
+  logsnagLog,
+  logsnagSetInsight,
+  logsnagIncrementInsight,
+  logsnagGroup,
+  logsnagPage,
 };

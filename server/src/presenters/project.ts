@@ -5,6 +5,8 @@
 import type { components } from '../../../spec/generated/openapi.js';
 import type { Insight, ProjectInvite, ProjectMember, User } from '../db/entities.js';
 import type { ActivityRow } from '../domain/activity.js';
+import type { EndUserRow } from '../domain/end-users.js';
+import type { EventCounts } from '../domain/event-counts.js';
 import type { EventRow } from '../domain/events.js';
 import type { FeedRow, ProjectView } from '../domain/projects.js';
 import type { IconStore } from '../storage/icons.js';
@@ -94,7 +96,30 @@ export function presentEvent(event: EventRow): Schemas['Event'] {
     description: event.description ?? null,
     emoji: event.emoji ?? null,
     tags: event.tags,
+    user_id: event.userId,
+    notify: event.notify,
     timestamp: event.timestamp.toISOString(),
     created_at: event.createdAt.toISOString(),
+  };
+}
+
+export function presentEventCounts(counts: EventCounts): Schemas['EventCounts'] {
+  return {
+    interval: counts.interval,
+    tz: counts.tz,
+    series: counts.series.map((series) => ({
+      feed: series.feed,
+      buckets: series.buckets.map((bucket) => ({ start: bucket.start.toISOString(), count: bucket.count })),
+    })),
+  };
+}
+
+export function presentEndUser(user: EndUserRow): Schemas['EndUser'] {
+  return {
+    user_id: user.userId,
+    properties: user.properties,
+    first_seen: user.firstSeen?.toISOString() ?? null,
+    last_seen: user.lastSeen?.toISOString() ?? null,
+    event_count: user.eventCount,
   };
 }

@@ -27,6 +27,11 @@ export function feedPage(em: EntityManager, projectId: string, page: PageRequest
   return findPage(em, Feed, { project: projectId }, page);
 }
 
+/** Every feed of the project (they are capped, MAX_FEEDS_PER_PROJECT), by name. */
+export async function feedsOf(em: EntityManager, projectId: string): Promise<{ id: string; name: string }[]> {
+  return query<{ id: string; name: string }>(em, 'select id, name from feeds where project_id = ? order by name', [projectId]);
+}
+
 /** How many feeds the project has. */
 export function countFeeds(em: EntityManager, projectId: string): Promise<number> {
   return em.count(Feed, { project: projectId });
@@ -71,6 +76,8 @@ export interface EventRow {
   description: string | null;
   emoji: string | null;
   tags: Record<string, TagValue>;
+  userId: string | null;
+  notify: boolean;
   timestamp: Date;
   createdAt: Date;
 }
@@ -82,17 +89,22 @@ interface Row {
   description: string | null;
   emoji: string | null;
   tags: Record<string, TagValue>;
+  user_id: string | null;
+  notify: boolean;
   timestamp: string;
   created_at: string;
 }
 
 // to_json: the times as ISO 8601, whatever text format the connection's type parsers leave them in.
 const COLUMNS =
-  "e.id, f.name as feed, e.event, e.description, e.emoji, e.tags, to_json(e.timestamp) #>> '{}' as timestamp, " +
+  "e.id, f.name as feed, e.event, e.description, e.emoji, e.tags, e.user_id, e.notify, to_json(e.timestamp) #>> '{}' as timestamp, " +
   "to_json(e.created_at) #>> '{}' as created_at from events e join feeds f on f.id = e.feed_id";
 
-function eventRow(row: Row): EventRow {
-  return { ...row, timestamp: new Date(row.timestamp), createdAt: new Date(row.created_at) };
+/** The words `q=` searches, the expression `events_search_index` is built on (the query must spell it the same). */
+const SEARCHED_TEXT = "to_tsvector('simple'::regconfig, e.event || ' ' || coalesce(e.description, ''))";
+
+function eventRow({ user_id, timestamp, created_at, ...row }: Row): EventRow {
+  return { ...row, userId: user_id, timestamp: new Date(timestamp), createdAt: new Date(created_at) };
 }
 
 /**
@@ -127,62 +139,98 @@ export interface NewEvent {
   description: string | null;
   emoji: string | null;
   tags: Record<string, TagValue>;
+  userId: string | null;
+  notify: boolean;
   timestamp: Date;
 }
 
-/**
- * Inserts the project's new events in one statement (the columns as arrays, one text whatever the
- * count, so it is prepared once), all created at `createdAt`.
- */
+// One statement, so one round trip whatever it keeps up: the events (the columns as arrays, one
+// text whatever the count, so it is prepared once), then from the rows inserted, the feeds' counts
+// per minute and per quarter hour of the events' timestamps, and the end users' first and last
+// events and number of events. The counts are written with the events, in their transaction: no
+// crash or race can leave one without the other.
+const INSERT_EVENTS = `with inserted as (
+    insert into events (id, project_id, feed_id, event, description, emoji, tags, user_id, notify, timestamp, created_at)
+    select v.id, ?::uuid, v.feed_id, v.event, v.description, v.emoji, v.tags, v.user_id, v.notify, v.timestamp, ?::timestamptz
+    from unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::text[], ?::boolean[], ?::timestamptz[])
+      as v(id, feed_id, event, description, emoji, tags, user_id, notify, timestamp)
+    returning project_id, feed_id, user_id, timestamp
+  ), counted as (
+    insert into event_counts as c (project_id, span, start, feed_id, count)
+    select i.project_id, s.span, to_timestamp(floor(extract(epoch from i.timestamp) / s.span) * s.span), i.feed_id, count(*)
+    from inserted i cross join (values (60), (900)) as s(span)
+    group by 1, 2, 3, 4
+    on conflict (project_id, span, start, feed_id) do update set count = c.count + excluded.count
+  ), seen as (
+    insert into end_users as u (project_id, user_id, first_seen, last_seen, event_count)
+    select i.project_id, i.user_id, min(i.timestamp), max(i.timestamp), count(*)
+    from inserted i where i.user_id is not null
+    group by 1, 2
+    on conflict (project_id, user_id) do update set
+      first_seen = least(u.first_seen, excluded.first_seen),
+      last_seen = greatest(u.last_seen, excluded.last_seen),
+      event_count = u.event_count + excluded.event_count
+  )
+  select count(*)::int as n from inserted`;
+
+/** Inserts the project's new events, all created at `createdAt`, with their counts and end users (INSERT_EVENTS). */
 export async function insertEvents(tx: EntityManager, projectId: string, createdAt: Date, events: NewEvent[]): Promise<void> {
-  await query(
-    tx,
-    'insert into events (id, project_id, feed_id, event, description, emoji, tags, timestamp, created_at) ' +
-      'select v.id, ?::uuid, v.feed_id, v.event, v.description, v.emoji, v.tags, v.timestamp, ?::timestamptz ' +
-      'from unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::timestamptz[]) ' +
-      'as v(id, feed_id, event, description, emoji, tags, timestamp)',
-    [
-      projectId,
-      createdAt.toISOString(),
-      events.map((e) => e.id),
-      events.map((e) => e.feedId),
-      events.map((e) => e.event),
-      events.map((e) => e.description),
-      events.map((e) => e.emoji),
-      events.map((e) => JSON.stringify(e.tags)),
-      events.map((e) => e.timestamp.toISOString()),
-    ],
-  );
+  await query(tx, INSERT_EVENTS, [
+    projectId,
+    createdAt.toISOString(),
+    events.map((e) => e.id),
+    events.map((e) => e.feedId),
+    events.map((e) => e.event),
+    events.map((e) => e.description),
+    events.map((e) => e.emoji),
+    events.map((e) => JSON.stringify(e.tags)),
+    events.map((e) => e.userId),
+    events.map((e) => e.notify),
+    events.map((e) => e.timestamp.toISOString()),
+  ]);
 }
 
 export interface EventsQuery {
   projectId: string;
   /** Only this feed's events: the page then walks (feed_id, id). */
   feedId?: string | undefined;
+  /** Only this end user's events: the page then walks (project_id, user_id, id). */
+  userId?: string | undefined;
+  /** Only events with every word of this text (`events_search_index`). */
+  words?: string | undefined;
   /** Only events below this id. */
   below?: string | undefined;
-  /** Only events whose tags contain one of these documents (`tags @> …`, the GIN index). */
-  tagsContainingAny: Record<string, TagValue>[];
+  /**
+   * Only events whose tags contain, for each entry, one of its documents (`tags @> any(…)`, the GIN
+   * index, one bitmap per document): the entries are ANDed, the documents of one entry ORed. One
+   * statement text per number of entries, whatever the documents.
+   */
+  tags: Record<string, TagValue>[][];
   limit: number;
 }
 
 /** At most `limit` events matching the query, newest first. */
 export async function eventsPage(em: EntityManager, q: EventsQuery): Promise<EventRow[]> {
-  const tags = q.tagsContainingAny;
-  const shape = `events:${q.feedId === undefined ? '' : 'feed'}:${q.below === undefined ? '' : 'below'}:${tags.length}`;
+  const shape =
+    `events:${q.feedId === undefined ? '' : 'feed'}:${q.userId === undefined ? '' : 'user'}:${q.words === undefined ? '' : 'q'}:` +
+    `${q.below === undefined ? '' : 'below'}:${q.tags.length}`;
   const sql = sqlOnce(
     shape,
     () =>
       `select ${COLUMNS} where e.project_id = ?` +
       (q.feedId === undefined ? '' : ' and e.feed_id = ?') +
+      (q.userId === undefined ? '' : ' and e.user_id = ?') +
+      (q.words === undefined ? '' : ` and ${SEARCHED_TEXT} @@ plainto_tsquery('simple'::regconfig, ?)`) +
       (q.below === undefined ? '' : ' and e.id < ?') +
-      (tags.length === 0 ? '' : ` and (${tags.map(() => 'e.tags @> ?::jsonb').join(' or ')})`) +
+      ' and e.tags @> any(?::jsonb[])'.repeat(q.tags.length) +
       ' order by e.id desc limit ?',
   );
   const params: unknown[] = [q.projectId];
   if (q.feedId !== undefined) params.push(q.feedId);
+  if (q.userId !== undefined) params.push(q.userId);
+  if (q.words !== undefined) params.push(q.words);
   if (q.below !== undefined) params.push(q.below);
-  for (const document of tags) params.push(JSON.stringify(document));
+  for (const anyOf of q.tags) params.push(anyOf.map((document) => JSON.stringify(document)));
   params.push(q.limit);
   return (await query<Row>(em, sql, params)).map(eventRow);
 }
