@@ -10,8 +10,9 @@
  *         - `GET /v1/projects/:namespace`: the authenticated project read (session token → SHA-256 →
  *           session and user, project by namespace, members with their users, membership check, feeds);
  *         - `POST /v1/projects/:namespace/feeds/:feed/events`: an ingest of one event (the caller, the
- *           project with the caller's membership, the feed, one insert with a fresh UUID v7), on the
- *           service's table and indexes but with no ordering of ids across publishers;
+ *           project with the caller's membership, the feed, one insert with a fresh UUID v7 that also
+ *           writes the event's counts and its end user, as the service's insert does), on the
+ *           service's tables and indexes but with no ordering of ids across publishers;
  *         - `PATCH /v1/projects/:namespace/insights/:id` with `{ "increment": n }`: the caller, the
  *           project with its membership, and one `update … set value = value + n`.
  *
@@ -103,9 +104,37 @@ if (mode === 'bare' || mode === 'headers') {
     const {
       rows: [event],
     } = await pool.query<{ id: string; event: string; description: string | null; emoji: string | null; tags: unknown; timestamp: Date }>(
-      `insert into events (id, project_id, feed_id, event, description, emoji, tags, timestamp, created_at)
-       values ($1, $2, $3, $4, $5, $6, $7, $8, $8) returning id, event, description, emoji, tags, timestamp`,
-      [v7(), projectId, feed.id, body.event, body.description ?? null, body.emoji ?? null, JSON.stringify(body.tags ?? {}), now],
+      // The event, and in the same statement what the service keeps with it: its counts per minute
+      // and quarter hour, and its end user's first and last event and number of events.
+      `with inserted as (
+         insert into events (id, project_id, feed_id, event, description, emoji, tags, user_id, notify, timestamp, created_at)
+         values ($1, $2, $3, $4, $5, $6, $7, $9, $10, $8, $8)
+         returning id, project_id, feed_id, event, description, emoji, tags, user_id, notify, timestamp
+       ), counted as (
+         insert into event_counts as c (project_id, span, start, feed_id, count)
+         select i.project_id, s.span, to_timestamp(floor(extract(epoch from i.timestamp) / s.span) * s.span), i.feed_id, 1
+         from inserted i cross join (values (60), (900)) as s(span)
+         on conflict (project_id, span, start, feed_id) do update set count = c.count + 1
+       ), seen as (
+         insert into end_users as u (project_id, user_id, first_seen, last_seen, event_count)
+         select i.project_id, i.user_id, i.timestamp, i.timestamp, 1 from inserted i where i.user_id is not null
+         on conflict (project_id, user_id) do update set
+           first_seen = least(u.first_seen, excluded.first_seen), last_seen = greatest(u.last_seen, excluded.last_seen),
+           event_count = u.event_count + 1
+       )
+       select id, event, description, emoji, tags, user_id, notify, timestamp from inserted`,
+      [
+        v7(),
+        projectId,
+        feed.id,
+        body.event,
+        body.description ?? null,
+        body.emoji ?? null,
+        JSON.stringify(body.tags ?? {}),
+        now,
+        body.user_id ?? null,
+        body.notify ?? false,
+      ],
     );
     ctx.status = 201;
     ctx.body = { success: true, data: { ...event!, feed: feedName, timestamp: event!.timestamp.toISOString() } };

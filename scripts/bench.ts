@@ -370,6 +370,7 @@ async function main(): Promise<void> {
           description: `user ${n++}`,
           emoji: '🎉',
           tags: { plan: 'pro', seats: n % 10, trial: false },
+          user_id: `user-${n % 500}`,
         }),
       });
       await run('baseline-ingest', 'baseline: Koa + pg ingest (one project)', handWritten, publish, {}, 201);

@@ -58,8 +58,18 @@ const NAMES: Record<string, Naming> = {
   deleteApiToken: 'tokens.delete',
   getCurrentUser: 'users.me',
   publishEvents: 'events.publishBatch', // `publishEvent` is `events.publish`
+  countEvents: 'events.counts', // what it answers: counts over time
+  identifyEndUser: 'endUsers.identify',
+  getEndUser: 'endUsers.get',
   streamEvents: { handWritten: 'events.stream', why: 'a reconnecting stream of Server-Sent Events, not one answer (sdk/src/stream.ts)' },
   stripeWebhook: { omitted: 'called by Stripe, never by a user' },
+  // LogSnag's routes exist for LogSnag's own clients; `events` and `insights` cover the same ground.
+  logsnagLog: { omitted: "LogSnag compatibility, for LogSnag's clients (the SDK has events.publish)" },
+  logsnagSetInsight: { omitted: "LogSnag compatibility, for LogSnag's clients (the SDK has insights.create and insights.update)" },
+  logsnagIncrementInsight: { omitted: "LogSnag compatibility, for LogSnag's clients (the SDK has insights.update)" },
+  logsnagIdentify: { omitted: "LogSnag compatibility, for LogSnag's clients (the SDK identifies end users on their native route)" },
+  logsnagGroup: { omitted: 'LogSnag compatibility: not supported (always 404)' },
+  logsnagPage: { omitted: 'LogSnag compatibility: not supported (always 404)' },
   createCheckoutSession: 'billing.checkout',
   createPortalSession: 'billing.portal',
   deleteCurrentUser: 'users.deleteMe', // `getCurrentUser` is `users.me`

@@ -11,6 +11,7 @@
  */
 import type { Document, OpenAPIBackend, Operation } from 'openapi-backend';
 import generated from '../../../spec/generated/openapi.json' with { type: 'json' };
+import type { TokenScope } from '../policies/project.js';
 import { IDEMPOTENCY_KEY } from './idempotency.js';
 import { RouteTable, type RouteMatch } from './router.js';
 import { openapiBackend, RequestValidation, type Validated, type ValidationInput } from './validation.js';
@@ -33,13 +34,37 @@ export interface ContractOperation {
   isPublic: boolean;
   /** `x-session-only`: an API token is refused with 403 `session_required`. */
   sessionOnly: boolean;
+  /**
+   * `x-scope`: what an API token needs to call it (policies/project.ts `permitScope`). An operation
+   * an API token may call but the contract does not mark needs `all`: a new route stays closed to
+   * narrowed tokens until spec/scopes.tsp lists it (the contract test fails meanwhile).
+   */
+  scope: TokenScope;
+  /** Its path names a project (`{namespace}`), whose reach a token limited to projects is checked for (domain/access.ts). */
+  namesProject: boolean;
+  /** `x-cors`: answers CORS to the allowed origins (http/security.ts); no other operation does. */
+  cors: boolean;
   hasBody: boolean;
   /** `x-raw-body`: the handler reads the body's bytes itself; the pipeline neither reads nor parses them. */
   rawBody: boolean;
   /** Request headers the operation declares (e.g. `Last-Event-ID`). */
   headerNames: string[];
+  /** Query parameters that are lists (`tag=a&tag=b`): one given once is still a list of one. */
+  listQuery: string[];
   /** Declares `Idempotency-Key`: a write the pipeline makes safe to retry (http/idempotency.ts). */
   takesIdempotencyKey: boolean;
+  /** `x-logsnag`: a LogSnag compatibility route, whose 400s also carry LogSnag's `validation` (envelope.ts). */
+  logsnag: boolean;
+}
+
+const SCOPES: readonly string[] = ['all', 'events:write', 'insights:write', 'read'] satisfies TokenScope[];
+
+/** The operation's `x-scope`; `all` when it has none. Throws for a value the policy does not know, which it could not honour. */
+function scopeOf(operation: Operation): TokenScope {
+  const scope = (operation as unknown as Record<string, unknown>)['x-scope'];
+  if (scope === undefined) return 'all';
+  if (typeof scope !== 'string' || !SCOPES.includes(scope)) throw new Error(`${operation.operationId}: unknown x-scope ${String(scope)}`);
+  return scope as TokenScope;
 }
 
 /** What the pipeline reads of one operation; throws for a declaration it could not honour. */
@@ -52,10 +77,17 @@ function readOperation(operation: Operation): ContractOperation {
     operation,
     isPublic: (operation.security ?? []).some((requirement) => Object.keys(requirement).length === 0),
     sessionOnly: (operation as unknown as Record<string, unknown>)['x-session-only'] === true,
+    scope: scopeOf(operation),
+    namesProject: operation.path.includes('/{namespace}'),
+    cors: (operation as unknown as Record<string, unknown>)['x-cors'] === true,
     hasBody: Boolean(operation.requestBody),
     rawBody: (operation as unknown as Record<string, unknown>)['x-raw-body'] === true,
     headerNames,
+    listQuery: (operation.parameters ?? []).flatMap((p) =>
+      'in' in p && p.in === 'query' && p.schema && 'type' in p.schema && p.schema.type === 'array' ? [p.name] : [],
+    ),
     takesIdempotencyKey: headerNames.includes(IDEMPOTENCY_KEY),
+    logsnag: (operation as unknown as Record<string, unknown>)['x-logsnag'] === true,
   };
   // A key belongs to a user and is matched on the parsed body: an anonymous or raw-body route could not honour one.
   if (op.takesIdempotencyKey && (op.isPublic || op.rawBody)) {

@@ -97,7 +97,9 @@ export class RequestValidation {
     ]);
     if (screened.problems.length > 0) return { ok: false, details: screened.problems };
     // Coercion and defaults change these copies in place.
-    const parameters = { path: { ...params }, query: { ...input.query }, header: { ...input.headers }, cookie: {}, requestBody: body };
+    const query = { ...input.query };
+    for (const name of op.listQuery) if (typeof query[name] === 'string') query[name] = [query[name]];
+    const parameters = { path: { ...params }, query, header: { ...input.headers }, cookie: {}, requestBody: body };
     const details = this.check(op, parameters, screened.values, (validator) => !op.rawBody || !checksBody(validator));
     return details.length > 0 ? { ok: false, details } : { ok: true, query: parameters.query, params: parameters.path };
   }
