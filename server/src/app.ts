@@ -29,7 +29,7 @@ export function createApp(services: Services, pipeline: Pipeline, metrics?: Metr
   app.use(representations());
   app.use(envelope());
   if (metrics) app.use(metrics.endpoint(services.config.metrics.token));
-  const allowOrigins = cors(services.config.corsOrigins);
+  const allowOrigins = cors(services.config.corsOrigins, pipeline.contract);
   if (allowOrigins) app.use(allowOrigins);
   app.use(routes(cdn(services.icons, pipeline.rateLimits), docs(), dispatch(pipeline, handlers, services)));
   return app;

@@ -49,6 +49,13 @@ export class Forbidden extends ApiError {
   }
 }
 
+/** The API token's scopes do not cover the operation (its `x-scope`): decided in policies/project.ts before any handler runs. */
+export class InsufficientScope extends ApiError {
+  constructor(message: string) {
+    super(403, 'insufficient_scope', message);
+  }
+}
+
 export class NotFound extends ApiError {
   constructor(message = 'Not found.') {
     super(404, 'not_found', message);

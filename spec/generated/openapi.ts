@@ -283,7 +283,8 @@ export interface paths {
         };
         /**
          * List API tokens
-         * @description Extension: lists the caller's API tokens, newest first. Session token only.
+         * @description Extension: lists the caller's API tokens, newest first, each with what it reaches (`projects`,
+         *     by their namespaces of now) and may do (`scopes`). Session token only.
          */
         get: operations["listApiTokens"];
         put?: never;
@@ -295,6 +296,16 @@ export interface paths {
          *     and login): its answer holds the new token, shown once and kept only as a hash, so it could not
          *     be given again. A creation retried after a lost answer makes a second token; list the tokens
          *     and revoke the one not needed.
+         *
+         *     A token can be narrowed when it is made, and never changed after (make another and revoke this
+         *     one): `projects` limits it to some of the caller's projects, `scopes` to some kinds of
+         *     operation. Both omitted, it does whatever its user may do with an API token, on every project
+         *     the user is or becomes a member of. Each operation an API token may call names the scope it
+         *     needs as `x-scope`; a token whose scopes do not cover it gets 403 `insufficient_scope`, and
+         *     nothing is done. A limited token on a project outside its `projects` gets 404 `not_found`,
+         *     exactly as a non-member does. A token made with `"scopes": ["events:write"]` and one project is
+         *     the one to put where others can read it (a web page: see `CORS_ORIGINS`): whoever copies it can
+         *     publish events to that project, and read or change nothing.
          */
         post: operations["createApiToken"];
         delete?: never;
@@ -358,6 +369,104 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/group": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Group (LogSnag; not supported)
+         * @description LogSnag's `group`: not supported here. 404 `not_found` to every request, with or without a
+         *     credential; the body is not read.
+         */
+        post: operations["logsnagGroup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/identify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Identify an end user (LogSnag)
+         * @description LogSnag's `identify`: records what the publisher knows about the end user `user_id`, as
+         *     `PUT /v1/projects/{namespace}/users/{user_id}` does: the properties merged into those recorded,
+         *     a key sent replacing its value; more than 50 keys sent, or a merge that would hold more than 50,
+         *     is 400 and changes nothing. Members only.
+         */
+        post: operations["logsnagIdentify"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/insight": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set an insight (LogSnag)
+         * @description LogSnag's `insight.track`: sets the value of the project's insight titled `title`, creating it
+         *     when the project has none by that title (as `POST …/insights` does, within
+         *     `MAX_INSIGHTS_PER_PROJECT`: 409 `limit_reached`); never a second one, however many requests
+         *     race. Insights made on the native routes may share a title: the oldest of them is the one set.
+         *     Records `insight.created`, or `insight.updated`. Members only.
+         */
+        post: operations["logsnagSetInsight"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Increment an insight (LogSnag)
+         * @description LogSnag's `insight.increment`: adds `value.$inc` to the project's insight titled `title`, as
+         *     `PATCH …/insights/{insight_id}` with `increment` does (atomically: concurrent increments are
+         *     never lost). An insight the project does not have by that title is created at 0 first (as
+         *     `POST /v1/insight` would), then incremented. On a value that is not a number it is 400.
+         *     Members only.
+         */
+        patch: operations["logsnagIncrementInsight"];
+        trace?: never;
+    };
+    "/v1/log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Publish an event (LogSnag)
+         * @description LogSnag's `track`: publishes an event to the feed `channel` of the project `project`, as
+         *     `POST /v1/projects/{namespace}/feeds/{feed}/events` does (the same checks, ids, group commit and
+         *     live streams), creating the feed first when the project does not have it yet. Members only.
+         */
+        post: operations["logsnagLog"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/openapi.json": {
         parameters: {
             query?: never;
@@ -372,6 +481,27 @@ export interface paths {
         get: operations["getOpenApi"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/page": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Page view (LogSnag; not supported)
+         * @description LogSnag's `page`: not supported here. 404 `not_found` to every request, with or without a
+         *     credential; the body is not read.
+         */
+        post: operations["logsnagPage"];
         delete?: never;
         options?: never;
         head?: never;
@@ -524,7 +654,9 @@ export interface paths {
         };
         /**
          * List events
-         * @description The project's events, newest first, optionally of one feed and carrying one tag.
+         * @description The project's events, newest first. Filters combine (an event must match all of them): one
+         *     feed, one end user's journey (`user_id`), words (`q`), and any number of tags. Each filter is
+         *     served by an index, so a page costs about the same on ten million events as on a thousand.
          */
         get: operations["listEvents"];
         put?: never;
@@ -540,6 +672,37 @@ export interface paths {
          *     other (1 MiB): a larger batch is 413 `payload_too_large`, so send large batches in parts.
          */
         post: operations["publishEvents"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{namespace}/events/counts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count events over time
+         * @description How many events were stored per minute, hour or day (by each event's `timestamp`), for charts.
+         *     The buckets run from the one holding `from` to the one holding `to`, consecutive and ascending,
+         *     empty ones as 0, each counting its whole length; by default the last 24 hours (minute, hour) or
+         *     30 days (day) up to now. `tz` (an IANA zone name such as `Europe/Berlin`, default `UTC`) sets
+         *     where hours and days begin; a day is midnight to midnight there, 23 or 25 hours when the clocks
+         *     change. At most 1,500 buckets: a longer range is 400, as are `from` after `to` and a zone the
+         *     service does not know. `feed` counts one feed (one that does not exist counts nothing);
+         *     `group_by=feed` answers one series per feed. Members only.
+         *
+         *     Counts are kept apart from the events, written in the same transaction as they are stored, so
+         *     a chart costs the same on ten million events as on a thousand, and they stay when retention
+         *     deletes the events they count; deleting a feed deletes its counts.
+         */
+        get: operations["countEvents"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -791,6 +954,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/projects/{namespace}/users/{user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an end user
+         * @description One end user: what was recorded about them and when their events began and last came. 404 when neither identified nor named by an event. Members only.
+         */
+        get: operations["getEndUser"];
+        /**
+         * Identify an end user
+         * @description Records what the publisher knows about one of its end users (LogSnag's identify): the
+         *     properties are merged into those recorded, a key sent replacing its value. The end user need
+         *     not have an event yet. Sending the same properties again changes nothing, so the request is
+         *     safe to repeat (no `Idempotency-Key`). More than 50 keys in the request, or a merge that would hold more than
+         *     50, is 400 and changes nothing. Members only.
+         */
+        put: operations["identifyEndUser"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users/me": {
         parameters: {
             query?: never;
@@ -975,6 +1166,15 @@ export interface components {
              */
             last_used_at: string | null;
             name: string;
+            /**
+             * @description The namespaces, as they are now and in alphabetical order, of the projects the token is limited
+             *     to and its user is still a member of (a project the user leaves drops out, and comes back if
+             *     the user joins it again; a deleted one is gone for good); null when the token is not limited
+             *     to projects.
+             */
+            projects: components["schemas"]["Namespace"][] | null;
+            /** @description Its scopes: `["all"]`, or some of `events:write`, `insights:write` and `read`, in that order. */
+            scopes: components["schemas"]["ApiTokenScope"][];
         };
         /**
          * @description One page of a list: at most `limit` items, and at most about 1 MiB of them, so a page of large
@@ -991,6 +1191,21 @@ export interface components {
             /** @enum {boolean} */
             success: true;
         };
+        /**
+         * @description What an API token may do. Every operation an API token may call names, as `x-scope`, the one
+         *     scope it needs; `spec/scopes.tsp` is the list.
+         *
+         *     - `all`: everything its user may do with an API token, on any project it reaches. Operations
+         *     marked `all` (managing a project, its feeds, members and invites, checkout, the account,
+         *     creating a project) need it.
+         *     - `events:write`: publish events (`POST …/feeds/{feed}/events`, `POST …/events`) and nothing else,
+         *     not even read them back: the scope for code running where others can read it, such as a web page.
+         *     - `insights:write`: create, change and delete insights.
+         *     - `read`: every read of a project's data (the project with its members and feeds, the project
+         *     list, events and their live stream, insights, activity, feeds, invites).
+         * @enum {string}
+         */
+        ApiTokenScope: "all" | "events:write" | "insights:write" | "read";
         /** @description One event of a batch: the fields of a single publication, plus the name of the feed it goes to. */
         BatchEventItem: {
             description?: string | null;
@@ -1000,12 +1215,20 @@ export interface components {
             event: string;
             /** @description The feed's name; a feed the project does not have refuses the whole batch (404). */
             feed: components["schemas"]["FeedName"];
+            /** @description Ask for people to be told about this event (desktop notifications in the console, webhooks filtered on it). Default false. */
+            notify?: boolean;
             /** @description At most 20 tags; keys are lower-case letters, digits and hyphens, at most 32 characters. */
             tags?: {
                 [key: string]: components["schemas"]["TagValue"];
             };
             /** @description When it happened in the publisher's product; defaults to the time of publication. */
             timestamp?: components["schemas"]["Timestamp"];
+            /**
+             * @description The end user of the publisher's product it concerns, 1–160 characters (an id, an e-mail
+             *     address): events with the same `user_id` make that user's journey (`GET …/events?user_id=`)
+             *     and count towards `GET …/users/{user_id}`.
+             */
+            user_id?: (string & components["schemas"]["EndUserId"]) | null;
         };
         ChangeEmailRequest: {
             /** @description The account's password, asked again: an e-mail address is how an account is recovered. */
@@ -1045,6 +1268,31 @@ export interface components {
             /** @enum {boolean} */
             success: true;
         };
+        /** @description How many events were stored in one bucket. */
+        CountBucket: {
+            /**
+             * Format: int64
+             * @description Events whose `timestamp` falls in the bucket (0 for none).
+             */
+            count: number;
+            /**
+             * Format: date-time
+             * @description The bucket's first instant: a minute, an hour or a midnight of the answer's zone.
+             */
+            start: string;
+        };
+        /**
+         * @description The length of a bucket of `GET …/events/counts`.
+         * @enum {string}
+         */
+        CountInterval: "minute" | "hour" | "day";
+        /** @description The counts of one feed, or of every feed matched together (`feed: null`). */
+        CountSeries: {
+            /** @description Consecutive buckets, ascending, the empty ones included. */
+            buckets: components["schemas"]["CountBucket"][];
+            /** @description The feed's name with `group_by=feed`; null for the events of every feed matched. */
+            feed: string | null;
+        };
         CreateApiTokenRequest: {
             /**
              * Format: int32
@@ -1053,6 +1301,21 @@ export interface components {
             expires_in_days?: number;
             /** @description A label to recognise the token by, 1–100 characters. */
             name: string;
+            /**
+             * @description The only projects the token reaches, by namespace, each once: 1–100 projects the caller is a
+             *     member of now (another namespace, known or not, is 400 `invalid_request` pointing at it, and no
+             *     token is made). The token keeps them by identity, so it follows a project that changes its
+             *     namespace. Any other project does not exist for the token (404 `not_found`, as for a
+             *     non-member), and the operations of the account that need scope `all` (the account itself, the
+             *     invites it received, creating a project) answer it 403 `insufficient_scope`. Omitted: every
+             *     project of the caller's, those it joins later included.
+             */
+            projects?: components["schemas"]["Namespace"][];
+            /**
+             * @description What the token may do, each scope once: `["all"]` (the default), or any of `events:write`,
+             *     `insights:write` and `read`. `all` stands alone: with another scope it is 400 `invalid_request`.
+             */
+            scopes?: components["schemas"]["ApiTokenScope"][];
         };
         /** @description A new API token; `token` is shown once, in this answer only. */
         CreatedApiToken: {
@@ -1062,6 +1325,15 @@ export interface components {
             expires_at: string | null;
             id: components["schemas"]["Id"];
             name: string;
+            /**
+             * @description The namespaces, as they are now and in alphabetical order, of the projects the token is limited
+             *     to and its user is still a member of (a project the user leaves drops out, and comes back if
+             *     the user joins it again; a deleted one is gone for good); null when the token is not limited
+             *     to projects.
+             */
+            projects: components["schemas"]["Namespace"][] | null;
+            /** @description Its scopes: `["all"]`, or some of `events:write`, `insights:write` and `read`, in that order. */
+            scopes: components["schemas"]["ApiTokenScope"][];
             /** @description API token, `api_` followed by 43 URL-safe characters (256 random bits). */
             token: string;
         };
@@ -1120,6 +1392,34 @@ export interface components {
             /** @description The token at the end of the e-mailed link (`emc_…` to confirm, `emr_…` to undo). */
             token: string;
         };
+        /** @description An end user of the publisher's product, as this project knows them. */
+        EndUser: {
+            /**
+             * Format: int64
+             * @description Events published about them, those retention has since deleted included.
+             */
+            event_count: number;
+            /**
+             * Format: date-time
+             * @description The `timestamp` of their earliest and latest event, null before their first.
+             */
+            first_seen: string | null;
+            /** Format: date-time */
+            last_seen: string | null;
+            /** @description What the publisher recorded (`{}` when nothing). */
+            properties: {
+                [key: string]: components["schemas"]["TagValue"];
+            };
+            user_id: string;
+        };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        EndUserEnvelope: {
+            data: components["schemas"]["EndUser"];
+            /** @enum {boolean} */
+            success: true;
+        };
+        /** @description An end user of the publisher's product, as the publisher names them: 1–160 characters. */
+        EndUserId: string;
         ErrorBody: {
             code: components["schemas"]["ErrorCode"];
             /**
@@ -1133,7 +1433,7 @@ export interface components {
          * @description The closed list of error codes. Clients may branch on `code`; `message` is for people and may change.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "invalid_invite" | "unauthenticated" | "invalid_credentials" | "already_authenticated" | "session_required" | "not_owner" | "forbidden" | "not_found" | "method_not_allowed" | "namespace_taken" | "username_taken" | "email_taken" | "already_member" | "already_invited" | "owner_cannot_leave" | "feed_name_taken" | "last_feed" | "limit_reached" | "idempotency_in_progress" | "owns_projects" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "too_many_streams" | "internal" | "billing_unavailable" | "unavailable" | "already_subscribed" | "no_subscription" | "invalid_reset_token" | "invalid_email_token";
+        ErrorCode: "invalid_request" | "invalid_invite" | "unauthenticated" | "invalid_credentials" | "already_authenticated" | "session_required" | "insufficient_scope" | "not_owner" | "forbidden" | "not_found" | "method_not_allowed" | "namespace_taken" | "username_taken" | "email_taken" | "already_member" | "already_invited" | "owner_cannot_leave" | "feed_name_taken" | "last_feed" | "limit_reached" | "idempotency_in_progress" | "owns_projects" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "too_many_streams" | "internal" | "billing_unavailable" | "unavailable" | "already_subscribed" | "no_subscription" | "invalid_reset_token" | "invalid_email_token";
         /** @description One validation problem. */
         ErrorDetail: {
             message: string;
@@ -1159,11 +1459,29 @@ export interface components {
             /** @description The feed's name. */
             feed: string;
             id: components["schemas"]["Id"];
+            /** @description Whether the publisher asked for people to be told. */
+            notify: boolean;
             tags: {
                 [key: string]: components["schemas"]["TagValue"];
             };
             /** Format: date-time */
             timestamp: string;
+            /** @description The end user it concerns, or null. */
+            user_id: string | null;
+        };
+        /** @description Events over time. */
+        EventCounts: {
+            interval: components["schemas"]["CountInterval"];
+            /** @description One series without `group_by`; with `group_by=feed`, one per feed matched, in name order. */
+            series: components["schemas"]["CountSeries"][];
+            /** @description The zone buckets were cut in (as asked, `UTC` by default). */
+            tz: string;
+        };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        EventCountsEnvelope: {
+            data: components["schemas"]["EventCounts"];
+            /** @enum {boolean} */
+            success: true;
         };
         /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
         EventEnvelope: {
@@ -1248,6 +1566,17 @@ export interface components {
          * @description A UUID v7: ids sort by creation time.
          */
         Id: string;
+        /** @description What the publisher records about one of its end users: at most 50 keys like a tag's, values like a tag's. */
+        IdentifyRequest: {
+            /**
+             * @description Keys of 1–32 lower-case letters, digits and hyphens; values a string of at most 200
+             *     characters, a number or a boolean. Merged into what is recorded: a key sent replaces the value
+             *     stored under it, keys not sent stay. An end user holds at most 50 keys in all.
+             */
+            properties: {
+                [key: string]: components["schemas"]["TagValue"];
+            };
+        };
         /** @description A named figure a project keeps an eye on. */
         Insight: {
             /** Format: date-time */
@@ -1329,6 +1658,92 @@ export interface components {
             /** @description Username or email address, without regard to case. */
             login: string;
             password: string;
+        };
+        /** @description The failure envelope, plus LogSnag's `validation`. */
+        LogSnagErrorEnvelope: {
+            error: components["schemas"]["ErrorBody"];
+            /** @enum {boolean} */
+            success: false;
+            validation: components["schemas"]["LogSnagValidation"];
+        };
+        /** @description LogSnag's `icon`: the event's or insight's `emoji`, at most 32 characters. */
+        LogSnagIcon: string;
+        LogSnagIdentifyRequest: {
+            project: components["schemas"]["Namespace"];
+            /**
+             * @description As for `PUT /v1/projects/{namespace}/users/{user_id}`: keys of 1–32 lower-case letters,
+             *     digits and hyphens, values a string of at most 200 characters, a number or a boolean; merged
+             *     into what is recorded (a key sent replaces its value), at most 50 keys in all.
+             */
+            properties: {
+                [key: string]: components["schemas"]["TagValue"];
+            };
+            /** @description The end user, as events name them in `user_id`. */
+            user_id: components["schemas"]["EndUserId"];
+        };
+        /** @description LogSnag's increment: `{ "$inc": n }`. */
+        LogSnagIncrement: {
+            /**
+             * Format: double
+             * @description Added to the value; may be negative.
+             */
+            $inc: number;
+        };
+        LogSnagInsightIncrementRequest: {
+            /** @description Stored as the insight's `emoji`; left out, the emoji is kept (or none, for a new insight). */
+            icon?: components["schemas"]["LogSnagIcon"];
+            project: components["schemas"]["Namespace"];
+            title: components["schemas"]["InsightTitle"];
+            value: components["schemas"]["LogSnagIncrement"];
+        };
+        LogSnagInsightRequest: {
+            /** @description Stored as the insight's `emoji`; left out, the emoji is kept (or none, for a new insight). */
+            icon?: components["schemas"]["LogSnagIcon"];
+            project: components["schemas"]["Namespace"];
+            /** @description The insight's title: it names the insight in LogSnag's format. */
+            title: components["schemas"]["InsightTitle"];
+            value: components["schemas"]["InsightValue"];
+        };
+        LogSnagLogRequest: {
+            /**
+             * @description The feed's name. A feed the project does not have yet is created by this request, as
+             *     `POST …/feeds` would create it (with its `feed.created` activity, and within
+             *     `MAX_FEEDS_PER_PROJECT`: 409 `limit_reached` past it, and nothing published); concurrent first
+             *     uses of one name create one feed.
+             */
+            channel: components["schemas"]["FeedName"];
+            description?: string;
+            /** @description What happened, 1–200 characters. */
+            event: string;
+            /** @description Stored as the event's `emoji`. */
+            icon?: components["schemas"]["LogSnagIcon"];
+            /** @description The event's `notify`: ask for people to be told about it. Default false. */
+            notify?: boolean;
+            /**
+             * @description How LogSnag renders `description`. Accepted so that LogSnag's clients can send it, and not
+             *     stored: the description is kept as sent, and how it is shown is up to whoever reads it.
+             * @enum {string}
+             */
+            parser?: "markdown" | "text";
+            project: components["schemas"]["Namespace"];
+            /** @description As for `POST …/events`: at most 20, keys of 1–32 lower-case letters, digits and hyphens. */
+            tags?: {
+                [key: string]: components["schemas"]["TagValue"];
+            };
+            /** @description Defaults to the time of publication. */
+            timestamp?: components["schemas"]["UnixSeconds"];
+            /** @description The end user it concerns: the event's `user_id`. */
+            user_id?: components["schemas"]["EndUserId"];
+        };
+        /** @description What LogSnag's clients read of a refused request. */
+        LogSnagValidation: {
+            /** @description One message per problem: each of `error.details`, or the error's message when it has none. */
+            body: components["schemas"]["LogSnagValidationMessage"][];
+        };
+        /** @description One problem with the request, as LogSnag's clients print it. */
+        LogSnagValidationMessage: {
+            /** @description Where, then what: `channel must match pattern …`, `tags/Plan must be a key of …`. */
+            message: string;
         };
         /** @description A person as seen inside a project: a member, an invitee, an actor in the activity log. */
         Member: {
@@ -1445,12 +1860,20 @@ export interface components {
             emoji?: string | null;
             /** @description What happened, 1–200 characters ("New signup"). */
             event: string;
+            /** @description Ask for people to be told about this event (desktop notifications in the console, webhooks filtered on it). Default false. */
+            notify?: boolean;
             /** @description At most 20 tags; keys are lower-case letters, digits and hyphens, at most 32 characters. */
             tags?: {
                 [key: string]: components["schemas"]["TagValue"];
             };
             /** @description When it happened in the publisher's product; defaults to the time of publication. */
             timestamp?: components["schemas"]["Timestamp"];
+            /**
+             * @description The end user of the publisher's product it concerns, 1–160 characters (an id, an e-mail
+             *     address): events with the same `user_id` make that user's journey (`GET …/events?user_id=`)
+             *     and count towards `GET …/users/{user_id}`.
+             */
+            user_id?: (string & components["schemas"]["EndUserId"]) | null;
         };
         PublishEventsRequest: {
             /** @description 1–1,000 events, published in this order. */
@@ -1559,6 +1982,8 @@ export interface components {
         StripeEvent: {
             [key: string]: unknown;
         };
+        /** @description A tag filter, `key:value`. */
+        TagFilter: string;
         TagString: string;
         /** @description A tag value: a string of at most 200 characters, a number or a boolean. */
         TagValue: components["schemas"]["TagString"] | number | boolean;
@@ -1571,6 +1996,12 @@ export interface components {
             /** @description The member who becomes the owner. */
             username: components["schemas"]["Username"];
         };
+        /**
+         * Format: double
+         * @description LogSnag's `timestamp`: when it happened, in Unix seconds (fractions allowed), from year 0001 to
+         *     9999. LogSnag's own clients send whole seconds (they turn milliseconds and dates into seconds).
+         */
+        UnixSeconds: number;
         UpdateFeedRequest: {
             /** @description At most 500 characters; null for none. */
             description?: string | null;
@@ -1641,6 +2072,8 @@ export interface components {
     };
     responses: never;
     parameters: {
+        /** @description The end user, as events name them in `user_id`. */
+        "EndUserPath.user_id": components["schemas"]["EndUserId"];
         "FeedPath.feed": components["schemas"]["FeedName"];
         /**
          * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
@@ -2223,7 +2656,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2492,7 +2925,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2571,7 +3004,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2663,7 +3096,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2797,7 +3230,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2880,7 +3313,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2986,7 +3419,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3121,6 +3554,657 @@ export interface operations {
             };
         };
     };
+    logsnagGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /**
+             * @description 400 `invalid_request`: the envelope as on every route, and also `validation.body`, the problems
+             *     as LogSnag's clients read them (they print its messages to their user).
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogSnagErrorEnvelope"];
+                };
+            };
+            /** @description 404 `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    logsnagIdentify: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LogSnagIdentifyRequest"];
+            };
+        };
+        responses: {
+            /**
+             * @description Success: the answer to the work done now, or, with `Idempotent-Replayed: true`, the first answer
+             *     to this `Idempotency-Key` given again.
+             */
+            200: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndUserEnvelope"];
+                };
+            };
+            /**
+             * @description 400 `invalid_request`: the envelope as on every route, and also `validation.body`, the problems
+             *     as LogSnag's clients read them (they print its messages to their user).
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogSnagErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 404 `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 413 `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 415 `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 422 `idempotency_key_reused`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    logsnagSetInsight: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LogSnagInsightRequest"];
+            };
+        };
+        responses: {
+            /**
+             * @description Success: the answer to the work done now, or, with `Idempotent-Replayed: true`, the first answer
+             *     to this `Idempotency-Key` given again.
+             */
+            200: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InsightEnvelope"];
+                };
+            };
+            /**
+             * @description 400 `invalid_request`: the envelope as on every route, and also `validation.body`, the problems
+             *     as LogSnag's clients read them (they print its messages to their user).
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogSnagErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 404 `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 413 `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 415 `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 422 `idempotency_key_reused`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    logsnagIncrementInsight: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LogSnagInsightIncrementRequest"];
+            };
+        };
+        responses: {
+            /**
+             * @description Success: the answer to the work done now, or, with `Idempotent-Replayed: true`, the first answer
+             *     to this `Idempotency-Key` given again.
+             */
+            200: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InsightEnvelope"];
+                };
+            };
+            /**
+             * @description 400 `invalid_request`: the envelope as on every route, and also `validation.body`, the problems
+             *     as LogSnag's clients read them (they print its messages to their user).
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogSnagErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 404 `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 413 `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 415 `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 422 `idempotency_key_reused`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    logsnagLog: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LogSnagLogRequest"];
+            };
+        };
+        responses: {
+            /**
+             * @description Success: the answer to the work done now, or, with `Idempotent-Replayed: true`, the first answer
+             *     to this `Idempotency-Key` given again.
+             */
+            200: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventEnvelope"];
+                };
+            };
+            /**
+             * @description 400 `invalid_request`: the envelope as on every route, and also `validation.body`, the problems
+             *     as LogSnag's clients read them (they print its messages to their user).
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogSnagErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 404 `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 413 `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 415 `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 422 `idempotency_key_reused`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     getOpenApi: {
         parameters: {
             query?: never;
@@ -3164,6 +4248,69 @@ export interface operations {
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    logsnagPage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /**
+             * @description 400 `invalid_request`: the envelope as on every route, and also `validation.body`, the problems
+             *     as LogSnag's clients read them (they print its messages to their user).
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogSnagErrorEnvelope"];
+                };
+            };
+            /** @description 404 `not_found`. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3269,6 +4416,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
@@ -3353,6 +4509,15 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -3490,6 +4655,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description 404 `not_found`. */
             404: {
                 headers: {
@@ -3569,7 +4743,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3688,7 +4862,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3842,6 +5016,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description 404 `not_found`. */
             404: {
                 headers: {
@@ -3943,7 +5126,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4094,7 +5277,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4181,8 +5364,20 @@ export interface operations {
                 feed?: components["schemas"]["FeedName"];
                 /** @description Items per page, 1–100. */
                 limit?: components["parameters"]["PageQuery.limit"];
-                /** @description Only events carrying this tag, as `key:value`: the value matches a string tag, or a number or boolean tag it spells. */
-                tag?: string;
+                /**
+                 * @description Only events whose `event` or `description` contains every word of `q` as a whole word,
+                 *     case-insensitive (`refund` finds "Refund issued" but not "refunded"); punctuation separates
+                 *     words. At most 200 characters; a `q` without any word matches nothing.
+                 */
+                q?: string;
+                /**
+                 * @description Only events carrying this tag, as `key:value`: the value matches a string tag, or a number or
+                 *     boolean tag it spells. Repeat it (`tag=plan:pro&tag=trial:false`, at most 20) for events
+                 *     carrying all of them.
+                 */
+                tag?: components["schemas"]["TagFilter"][];
+                /** @description Only events of this end user (their journey, newest first). */
+                user_id?: components["schemas"]["EndUserId"];
             };
             header?: {
                 /**
@@ -4237,6 +5432,15 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -4344,6 +5548,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description 404 `not_found`. */
             404: {
                 headers: {
@@ -4382,6 +5595,132 @@ export interface operations {
             };
             /** @description 422 `idempotency_key_reused`. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    countEvents: {
+        parameters: {
+            query?: {
+                /** @description Only this feed's events. */
+                feed?: components["schemas"]["FeedName"];
+                /** @description The instant whose bucket comes first. */
+                from?: components["schemas"]["Timestamp"];
+                /** @description `feed`: one series per feed. */
+                group_by?: "feed";
+                /** @description The buckets' length; `hour` by default. */
+                interval?: components["schemas"]["CountInterval"];
+                /** @description The instant whose bucket comes last; now by default. */
+                to?: components["schemas"]["Timestamp"];
+                /** @description An IANA time zone name; `UTC` by default. */
+                tz?: string;
+            };
+            header?: {
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                namespace: components["parameters"]["ProjectPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
+            200: {
+                headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventCountsEnvelope"];
+                };
+            };
+            /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
+            304: {
+                headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 404 `not_found`. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4463,6 +5802,15 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -4578,6 +5926,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description 404 `not_found`. */
             404: {
                 headers: {
@@ -4673,6 +6030,15 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -4795,6 +6161,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description 404 `not_found`. */
             404: {
                 headers: {
@@ -4900,6 +6275,15 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -5038,6 +6422,15 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -5189,6 +6582,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description 404 `not_found`. */
             404: {
                 headers: {
@@ -5284,6 +6686,15 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -5406,6 +6817,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description 404 `not_found`. */
             404: {
                 headers: {
@@ -5502,6 +6922,15 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -5653,6 +7082,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description 404 `not_found`. */
             404: {
                 headers: {
@@ -5754,7 +7192,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5881,7 +7319,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5970,7 +7408,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6059,7 +7497,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6162,7 +7600,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6182,6 +7620,235 @@ export interface operations {
             };
             /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 413 `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 415 `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    getEndUser: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                namespace: components["parameters"]["ProjectPath"];
+                /** @description The end user, as events name them in `user_id`. */
+                user_id: components["parameters"]["EndUserPath.user_id"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
+            200: {
+                headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndUserEnvelope"];
+                };
+            };
+            /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
+            304: {
+                headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 404 `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    identifyEndUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                namespace: components["parameters"]["ProjectPath"];
+                /** @description The end user, as events name them in `user_id`. */
+                user_id: components["parameters"]["EndUserPath.user_id"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IdentifyRequest"];
+            };
+        };
+        responses: {
+            /** @description 200 with the payload in the envelope. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndUserEnvelope"];
+                };
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 404 `not_found`. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6300,6 +7967,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
@@ -6372,7 +8048,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6507,6 +8183,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
             409: {
                 headers: {
@@ -6617,7 +8302,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6742,6 +8427,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
             429: {
                 headers: {
@@ -6814,7 +8508,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;

@@ -15,6 +15,8 @@ interface Created {
   token: string;
   created_at: string;
   expires_at: string | null;
+  projects: string[] | null;
+  scopes: string[];
 }
 
 function postToken(token: string, body: unknown): Promise<Answer> {
@@ -67,7 +69,7 @@ describe('POST /v1/auth/tokens', () => {
     user = await signUp();
   });
 
-  it('answers 201 with exactly id, name, token, created_at and expires_at null', async () => {
+  it('answers 201 with exactly id, name, token, created_at, expires_at null, projects null and scopes ["all"]', async () => {
     const before = Date.now();
     const { data, response } = await client(user.token).POST('/v1/auth/tokens', { body: { name: 'ci deploy' } });
     expect(response.status).to.equal(201);
@@ -75,13 +77,15 @@ describe('POST /v1/auth/tokens', () => {
     expect(data!.success).to.equal(true);
     const created = data!.data;
     secret(created.token);
-    expect(created).to.have.all.keys('id', 'name', 'token', 'created_at', 'expires_at');
+    expect(created).to.have.all.keys('id', 'name', 'token', 'created_at', 'expires_at', 'projects', 'scopes');
     expect(created.id).to.match(UUID7);
     expect(created.name).to.equal('ci deploy');
     expect(created.token).to.match(API_TOKEN);
     expect(created.created_at).to.match(ISO_UTC);
     expectCloseTo(created.created_at, before, 60_000, 'created_at');
     expect(created.expires_at).to.equal(null);
+    expect(created.projects).to.equal(null);
+    expect(created.scopes).to.deep.equal(['all']);
   });
 
   it('sets expires_at to now plus expires_in_days', async () => {
@@ -123,7 +127,7 @@ describe('POST /v1/auth/tokens', () => {
       ['expires_in_days of 0', { name: 'zero', expires_in_days: 0 }, '/body/expires_in_days'],
       ['expires_in_days of 3651', { name: 'too long', expires_in_days: 3651 }, '/body/expires_in_days'],
       ['expires_in_days that is not a whole number', { name: 'fraction', expires_in_days: 1.5 }, '/body/expires_in_days'],
-      ['a field the contract does not define', { name: 'extra', scopes: ['all'] }, '/body/scopes'],
+      ['a field the contract does not define', { name: 'extra', permissions: ['all'] }, '/body/permissions'],
     ];
     for (const [rule, body, path] of cases) {
       it(`refuses ${rule}`, async () => {
@@ -216,13 +220,15 @@ describe('GET /v1/auth/tokens', () => {
       [items[1]!, second],
       [items[2]!, first],
     ] as const) {
-      expect(item).to.have.all.keys('id', 'name', 'created_at', 'expires_at', 'last_used_at');
+      expect(item).to.have.all.keys('id', 'name', 'created_at', 'expires_at', 'last_used_at', 'projects', 'scopes');
       expect(item).to.deep.equal({
         id: created.id,
         name: created.name,
         created_at: created.created_at,
         expires_at: created.expires_at,
         last_used_at: null,
+        projects: null,
+        scopes: ['all'],
       });
     }
     const text = JSON.stringify(data);
@@ -263,7 +269,17 @@ describe('GET /v1/auth/tokens', () => {
     const page2 = await client(user.token).GET('/v1/auth/tokens', { params: { query: { limit: 2, cursor: cursor! } } });
     expect(page2.response.status).to.equal(200);
     expect(page2.data!.data).to.deep.equal({
-      items: [{ id: created[0]!.id, name: 'one', created_at: created[0]!.created_at, expires_at: null, last_used_at: null }],
+      items: [
+        {
+          id: created[0]!.id,
+          name: 'one',
+          created_at: created[0]!.created_at,
+          expires_at: null,
+          last_used_at: null,
+          projects: null,
+          scopes: ['all'],
+        },
+      ],
       next_cursor: null,
     });
 

@@ -69,4 +69,29 @@ describe('the contract as served', () => {
       'transferOwnership',
     ]);
   });
+
+  it('names the scope an API token needs (x-scope, spec/scopes.tsp) on every operation an API token may call, and on no other', () => {
+    const marked = contract.operations.map((op) => ({ op, scope: (op.operation as unknown as Record<string, unknown>)['x-scope'] }));
+    const tokenUsable = marked.filter(({ op }) => !op.isPublic && !op.sessionOnly);
+    const withoutScope = tokenUsable.filter(({ scope }) => scope === undefined).map(({ op }) => op.operationId);
+    const unknownScope = tokenUsable
+      .filter(({ scope }) => scope !== undefined && !['all', 'events:write', 'insights:write', 'read'].includes(scope as string))
+      .map(({ op, scope }) => `${op.operationId}: ${JSON.stringify(scope)}`);
+    const scopedButNotForTokens = marked.filter(({ op, scope }) => scope !== undefined && (op.isPublic || op.sessionOnly));
+    expect({ withoutScope, unknownScope, scopedButNotForTokens: scopedButNotForTokens.map(({ op }) => op.operationId) }).to.deep.equal({
+      withoutScope: [],
+      unknownScope: [],
+      scopedButNotForTokens: [],
+    });
+    // What a publish-only token can do, and that the service read it as written.
+    const publishing = tokenUsable.filter(({ scope }) => scope === 'events:write').map(({ op }) => op.operationId);
+    expect(publishing).to.include.members(['publishEvent', 'publishEvents']);
+    for (const { op, scope } of tokenUsable) expect(op.scope, op.operationId).to.equal(scope);
+  });
+
+  it('answers CORS (x-cors, spec/cors.tsp) on publishing operations only, each callable with a publish-only token', () => {
+    const cors = contract.operations.filter((op) => op.cors);
+    expect(cors.map((op) => op.operationId)).to.include.members(['publishEvent', 'publishEvents']);
+    for (const op of cors) expect([op.operationId, op.scope]).to.deep.equal([op.operationId, 'events:write']);
+  });
 });

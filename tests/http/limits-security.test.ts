@@ -22,28 +22,47 @@ describe('security headers and CORS', () => {
     expect(preflight.status).to.equal(405);
   });
 
-  it('allows exactly the configured origins', async function () {
+  it('allows exactly the configured origins, on the publishing routes (x-cors) only', async function () {
     this.timeout(60_000);
     const server = await startExtraServer({ CORS_ORIGINS: 'https://app.example.com' });
     try {
+      const publish = '/v1/projects/some-project/feeds/general/events';
       const preflight = await send(server.url, {
         method: 'OPTIONS',
-        path: '/v1/projects',
+        path: publish,
         headers: { Origin: 'https://app.example.com', 'Access-Control-Request-Method': 'POST' },
       });
       expect(preflight.status).to.equal(204);
       expect(preflight.headers.get('access-control-allow-origin')).to.equal('https://app.example.com');
-      // What the SDK sends from a browser (a key on every keyed write) and what it reads back.
-      const allowed = (preflight.headers.get('access-control-allow-headers') ?? '').split(', ');
-      expect(allowed).to.include.members(['Authorization', 'Content-Type', 'Idempotency-Key', 'If-None-Match', 'Last-Event-ID']);
-      const simple = await send(server.url, { method: 'GET', path: '/v1', headers: { Origin: 'https://app.example.com' } });
-      expect(simple.headers.get('access-control-allow-origin')).to.equal('https://app.example.com');
-      expect(simple.headers.get('vary')).to.contain('Origin');
-      const exposed = (simple.headers.get('access-control-expose-headers') ?? '').split(', ');
-      expect(exposed).to.include.members(['ETag', 'Idempotent-Replayed', 'X-Request-Id', 'Retry-After']);
-      const other = await send(server.url, { method: 'GET', path: '/v1', headers: { Origin: 'https://evil.example.net' } });
-      expect(other.status).to.equal(200);
+      expect(preflight.headers.get('access-control-allow-methods')).to.equal('POST');
+      // What a page sends to publish (its token, a JSON body, a key on every keyed write), and no more.
+      expect((preflight.headers.get('access-control-allow-headers') ?? '').split(', ')).to.deep.equal([
+        'Authorization',
+        'Content-Type',
+        'Idempotency-Key',
+      ]);
+      expect(preflight.headers.get('vary')).to.contain('Origin');
+      // The answer itself, a refusal included, is readable by the page.
+      const refused = await send(server.url, { method: 'POST', path: publish, headers: { Origin: 'https://app.example.com' }, json: {} });
+      expect(refused.status).to.equal(401);
+      expect(refused.headers.get('access-control-allow-origin')).to.equal('https://app.example.com');
+      const exposed = (refused.headers.get('access-control-expose-headers') ?? '').split(', ');
+      expect(exposed).to.include.members(['Idempotent-Replayed', 'X-Request-Id', 'Retry-After', 'WWW-Authenticate']);
+      // Another origin gets the answer, and no permission to read it.
+      const other = await send(server.url, { method: 'POST', path: publish, headers: { Origin: 'https://evil.example.net' }, json: {} });
+      expect(other.status).to.equal(401);
       expect(other.headers.get('access-control-allow-origin')).to.equal(null);
+      // Every other route answers as with CORS off.
+      const notPublishing = await send(server.url, {
+        method: 'OPTIONS',
+        path: '/v1/projects',
+        headers: { Origin: 'https://app.example.com', 'Access-Control-Request-Method': 'POST' },
+      });
+      expect(notPublishing.status).to.equal(405);
+      expect(notPublishing.headers.get('access-control-allow-origin')).to.equal(null);
+      const simple = await send(server.url, { method: 'GET', path: '/v1', headers: { Origin: 'https://app.example.com' } });
+      expect(simple.status).to.equal(200);
+      expect(simple.headers.get('access-control-allow-origin')).to.equal(null);
     } finally {
       await server.close();
     }

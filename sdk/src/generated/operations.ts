@@ -3,6 +3,12 @@
 // Every operation of the contract is a method here, but:
 // - streamEvents: events.stream, written by hand: a reconnecting stream of Server-Sent Events, not one answer (sdk/src/stream.ts).
 // - stripeWebhook: called by Stripe, never by a user.
+// - logsnagLog: LogSnag compatibility, for LogSnag's clients (the SDK has events.publish).
+// - logsnagSetInsight: LogSnag compatibility, for LogSnag's clients (the SDK has insights.create and insights.update).
+// - logsnagIncrementInsight: LogSnag compatibility, for LogSnag's clients (the SDK has insights.update).
+// - logsnagIdentify: LogSnag compatibility, for LogSnag's clients (the SDK identifies end users on their native route).
+// - logsnagGroup: LogSnag compatibility: not supported (always 404).
+// - logsnagPage: LogSnag compatibility: not supported (always 404).
 
 import type { Caller, RequestOptions } from '../caller.js';
 import type { Body, Data, PathParam, Query } from '../contract.js';
@@ -175,6 +181,16 @@ export interface TokensResource {
    * be given again. A creation retried after a lost answer makes a second token; list the tokens
    * and revoke the one not needed.
    *
+   * A token can be narrowed when it is made, and never changed after (make another and revoke this
+   * one): `projects` limits it to some of the caller's projects, `scopes` to some kinds of
+   * operation. Both omitted, it does whatever its user may do with an API token, on every project
+   * the user is or becomes a member of. Each operation an API token may call names the scope it
+   * needs as `x-scope`; a token whose scopes do not cover it gets 403 `insufficient_scope`, and
+   * nothing is done. A limited token on a project outside its `projects` gets 404 `not_found`,
+   * exactly as a non-member does. A token made with `"scopes": ["events:write"]` and one project is
+   * the one to put where others can read it (a web page: see `CORS_ORIGINS`): whoever copies it can
+   * publish events to that project, and read or change nothing.
+   *
    * `POST /v1/auth/tokens`
    */
   create(body: Body<'createApiToken'>, options?: RequestOptions): Promise<Data<'createApiToken'>>;
@@ -182,7 +198,8 @@ export interface TokensResource {
   /**
    * List API tokens.
    *
-   * Extension: lists the caller's API tokens, newest first. Session token only.
+   * Extension: lists the caller's API tokens, newest first, each with what it reaches (`projects`,
+   * by their namespaces of now) and may do (`scopes`). Session token only.
    *
    * `GET /v1/auth/tokens`
    */
@@ -337,11 +354,33 @@ export interface EventsResource {
   /**
    * List events.
    *
-   * The project's events, newest first, optionally of one feed and carrying one tag.
+   * The project's events, newest first. Filters combine (an event must match all of them): one
+   * feed, one end user's journey (`user_id`), words (`q`), and any number of tags. Each filter is
+   * served by an index, so a page costs about the same on ten million events as on a thousand.
    *
    * `GET /v1/projects/{namespace}/events`
    */
   list(namespace: PathParam<'listEvents', 'namespace'>, query?: Query<'listEvents'>, options?: RequestOptions): Paginated<Data<'listEvents'>>;
+
+  /**
+   * Count events over time.
+   *
+   * How many events were stored per minute, hour or day (by each event's `timestamp`), for charts.
+   * The buckets run from the one holding `from` to the one holding `to`, consecutive and ascending,
+   * empty ones as 0, each counting its whole length; by default the last 24 hours (minute, hour) or
+   * 30 days (day) up to now. `tz` (an IANA zone name such as `Europe/Berlin`, default `UTC`) sets
+   * where hours and days begin; a day is midnight to midnight there, 23 or 25 hours when the clocks
+   * change. At most 1,500 buckets: a longer range is 400, as are `from` after `to` and a zone the
+   * service does not know. `feed` counts one feed (one that does not exist counts nothing);
+   * `group_by=feed` answers one series per feed. Members only.
+   *
+   * Counts are kept apart from the events, written in the same transaction as they are stored, so
+   * a chart costs the same on ten million events as on a thousand, and they stay when retention
+   * deletes the events they count; deleting a feed deletes its counts.
+   *
+   * `GET /v1/projects/{namespace}/events/counts`
+   */
+  counts(namespace: PathParam<'countEvents', 'namespace'>, query?: Query<'countEvents'>, options?: RequestOptions): Promise<Data<'countEvents'>>;
 
   /**
    * Publish an event.
@@ -486,6 +525,30 @@ export interface MembersResource {
   remove(namespace: PathParam<'removeMember', 'namespace'>, username: PathParam<'removeMember', 'username'>, options?: RequestOptions): Promise<Data<'removeMember'>>;
 }
 
+export interface EndUsersResource {
+  /**
+   * Identify an end user.
+   *
+   * Records what the publisher knows about one of its end users (LogSnag's identify): the
+   * properties are merged into those recorded, a key sent replacing its value. The end user need
+   * not have an event yet. Sending the same properties again changes nothing, so the request is
+   * safe to repeat (no `Idempotency-Key`). More than 50 keys in the request, or a merge that would hold more than
+   * 50, is 400 and changes nothing. Members only.
+   *
+   * `PUT /v1/projects/{namespace}/users/{user_id}`
+   */
+  identify(namespace: PathParam<'identifyEndUser', 'namespace'>, userId: PathParam<'identifyEndUser', 'user_id'>, body: Body<'identifyEndUser'>, options?: RequestOptions): Promise<Data<'identifyEndUser'>>;
+
+  /**
+   * Get an end user.
+   *
+   * One end user: what was recorded about them and when their events began and last came. 404 when neither identified nor named by an event. Members only.
+   *
+   * `GET /v1/projects/{namespace}/users/{user_id}`
+   */
+  get(namespace: PathParam<'getEndUser', 'namespace'>, userId: PathParam<'getEndUser', 'user_id'>, options?: RequestOptions): Promise<Data<'getEndUser'>>;
+}
+
 export interface UsersResource {
   /**
    * The current user.
@@ -621,6 +684,7 @@ export class Resources {
    * A project's members: the owner removes them, a member leaves.
    */
   readonly members: MembersResource;
+  readonly endUsers: EndUsersResource;
   /**
    * The signed-in user: its account and the invites waiting for it.
    */
@@ -696,6 +760,8 @@ export class Resources {
         caller.call({ method: 'POST', path: '/v1/projects/{namespace}/events', idempotencyKey: true }, { path: { namespace }, body }, options),
       list: (namespace, query, options) =>
         caller.paginate({ method: 'GET', path: '/v1/projects/{namespace}/events' }, { path: { namespace }, query }, options),
+      counts: (namespace, query, options) =>
+        caller.call({ method: 'GET', path: '/v1/projects/{namespace}/events/counts' }, { path: { namespace }, query }, options),
       publish: (namespace, feed, body, options) =>
         caller.call({ method: 'POST', path: '/v1/projects/{namespace}/feeds/{feed}/events', idempotencyKey: true }, { path: { namespace, feed }, body }, options),
     };
@@ -732,6 +798,12 @@ export class Resources {
     this.members = {
       remove: (namespace, username, options) =>
         caller.call({ method: 'DELETE', path: '/v1/projects/{namespace}/members/{username}' }, { path: { namespace, username } }, options),
+    };
+    this.endUsers = {
+      identify: (namespace, userId, body, options) =>
+        caller.call({ method: 'PUT', path: '/v1/projects/{namespace}/users/{user_id}' }, { path: { namespace, user_id: userId }, body }, options),
+      get: (namespace, userId, options) =>
+        caller.call({ method: 'GET', path: '/v1/projects/{namespace}/users/{user_id}' }, { path: { namespace, user_id: userId } }, options),
     };
     this.users = {
       me: (options) =>

@@ -56,6 +56,9 @@ export const Session = defineEntity({
   },
 });
 
+/** What an API token may do, as the contract names it. */
+export type ApiTokenScope = components['schemas']['ApiTokenScope'];
+
 export const ApiToken = defineEntity({
   name: 'ApiToken',
   tableName: 'api_tokens',
@@ -67,6 +70,10 @@ export const ApiToken = defineEntity({
     createdAt: createdAt(),
     lastUsedAt: timestamp().nullable(),
     expiresAt: timestamp().nullable(),
+    /** `['all']`, or a set of the narrower scopes (a check constraint holds it). */
+    scopes: p.array<ApiTokenScope>().columnType('text[]'),
+    /** Reaches only the projects of `api_token_projects` (repositories/accounts.ts), however few are left. */
+    limitedToProjects: p.boolean(),
   },
 });
 

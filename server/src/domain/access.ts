@@ -1,6 +1,7 @@
 /**
  * Access to the project a route names: loads the facts the rules need (policies/project.ts) and
- * hands the handler what it may act on. The project and the caller's role come in one statement;
+ * hands the handler what it may act on; a project outside the projects an API token is limited to
+ * is refused as a project the caller is not a member of. The project and the caller's role come in one statement;
  * the caller's pending invite is looked up only on an invite route that names the caller. A write
  * that depends on the caller's role decides again once it holds the project's row lock
  * (`confirmAccess`): the role read here, before any lock, may have changed by then.
@@ -16,7 +17,7 @@ import {
   projectEntity,
   type ProjectRoleRow,
 } from '../db/repositories/projects.js';
-import { needsInviteFact, permit, type ActingAs, type InviteeAction, type ProjectAction } from '../policies/project.js';
+import { needsInviteFact, permit, permitProject, type ActingAs, type InviteeAction, type ProjectAction } from '../policies/project.js';
 import { Internal, projectNotFound } from '../errors.js';
 import type { Caller } from './credentials.js';
 import type { ProjectView } from './projects.js';
@@ -75,6 +76,7 @@ export async function projectView(em: EntityManager, caller: Caller, namespace: 
   const row = await findProjectWithRoleAndContents(em, caller.userId, namespace);
   if (!row) throw projectNotFound();
   permit('project.read', { role: row.member_role ?? undefined, isSubject: false, hasPendingInvite: false });
+  permitProject(caller.grant, row.p__id);
   return { id: row.p__id, project: plainProject(em, row), members: row.members, feeds: row.feeds };
 }
 
@@ -100,6 +102,8 @@ export async function confirmAccess(
 async function decide(em: EntityManager, caller: Caller, namespace: string, action: ProjectAction, subject: string | undefined) {
   const row = await findProjectWithRole(em, caller.userId, namespace);
   if (!row) throw projectNotFound();
+  // A project outside an API token's projects does not exist for it, whatever its user's role there.
+  permitProject(caller.grant, row.p__id);
   const isSubject = subject !== undefined && subject.toLowerCase() === caller.username;
   const invite = needsInviteFact(action, isSubject) ? await findPendingInvite(em, row.p__id, caller.userId) : undefined;
   const actingAs = permit(action, { role: row.member_role ?? undefined, isSubject, hasPendingInvite: invite !== undefined });

@@ -5,6 +5,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { components } from '../../../spec/generated/openapi.js';
 import type { ApiToken, Session, User } from '../db/entities.js';
 import type { PageRequest } from '../db/page.js';
 import {
@@ -17,13 +18,16 @@ import {
   insertApiToken,
   insertSession,
   sessionPage,
+  tokenProjectNamespaces,
   touchApiToken,
   touchSession,
   type CredentialKind,
   type CredentialRow,
 } from '../db/repositories/accounts.js';
+import { memberProjectIds } from '../db/repositories/projects.js';
 import { lockUser, transaction } from '../db/transaction.js';
-import { NotFound, Unauthenticated } from '../errors.js';
+import { InvalidRequest, NotFound, Unauthenticated, type ErrorDetail } from '../errors.js';
+import { isScopeSet, UNLIMITED, type Grant, type TokenScope } from '../policies/project.js';
 import { refuseAtCap, type Limits } from './limits.js';
 
 const SESSION_IDLE_DAYS = 30;
@@ -44,6 +48,8 @@ export interface Caller {
   kind: CredentialKind;
   /** The session's or API token's id. */
   credentialId: string;
+  /** What the credential may do and where: everything its user may for a session, what it was made for for an API token. */
+  grant: Grant;
 }
 
 export interface Device {
@@ -129,6 +135,7 @@ class ResolvedCaller implements Caller {
   readonly userId: string;
   readonly username: string;
   readonly credentialId: string;
+  readonly grant: Grant;
   #user: User | undefined;
 
   constructor(
@@ -139,6 +146,7 @@ class ResolvedCaller implements Caller {
     this.userId = row.u__id;
     this.username = row.u__username;
     this.credentialId = row.credential_id;
+    this.grant = kind === 'api' ? tokenGrant(row) : UNLIMITED;
   }
 
   get user(): User {
@@ -146,41 +154,89 @@ class ResolvedCaller implements Caller {
   }
 }
 
+/** An API token's row as its grant; one made with neither `projects` nor `scopes` shares `UNLIMITED`. */
+function tokenGrant(row: CredentialRow): Grant {
+  const scopes = row.scopes ?? UNLIMITED.scopes;
+  const limited = row.project_ids !== null && row.project_ids !== undefined;
+  if (!limited && scopes.length === 1 && scopes[0] === 'all') return UNLIMITED;
+  return { scopes, projectIds: limited ? new Set(row.project_ids) : undefined };
+}
+
 /** Logout: the session row is also its device record, so deleting it forgets both. */
 export async function closeSession(em: EntityManager, sessionId: string): Promise<void> {
   await deleteSession(em, sessionId);
 }
 
+/** An API token with the namespaces, as they are now, of the projects it is limited to (null: not limited). */
+export interface ApiTokenView {
+  id: string;
+  apiToken: ApiToken;
+  projects: string[] | null;
+}
+
+/** What a new API token is made with, as the contract has it. */
+export type ApiTokenRequest = components['schemas']['CreateApiTokenRequest'];
+
 /**
  * Mints an API token; 409 `limit_reached` when the user has as many as it may (expired ones count
  * until revoked). The user's row is locked while its tokens are counted, so concurrent mints pass
- * the cap one at a time.
+ * the cap one at a time. A token limited to projects is limited to projects the user is a member
+ * of now: any other namespace, known or not, is 400 pointing at it, alike, and nothing is made.
  */
 export async function mintApiToken(
   em: EntityManager,
   user: User,
-  input: { name: string; expiresInDays?: number | undefined },
+  request: ApiTokenRequest,
   limits: Limits,
-): Promise<{ apiToken: ApiToken; token: string }> {
+): Promise<ApiTokenView & { token: string }> {
+  // Every field of the contract's body, so that one it adds does not compile until it is handled here.
+  const { name, expires_in_days: expiresInDays, projects, scopes: askedScopes, ...rest } = request;
+  noFieldLeft(rest);
+  const scopes: TokenScope[] = [...(askedScopes ?? UNLIMITED.scopes)].sort();
+  if (!isScopeSet(scopes)) throw InvalidRequest.field('/body/scopes', 'must be ["all"] alone, or scopes other than all');
   return transaction(em, async (tx) => {
     await lockUser(tx, user.id);
+    const projectIds = projects && (await projectsOfMember(tx, user.id, projects));
     const tokens = await countApiTokens(tx, user.id);
     refuseAtCap(limits, 'apiTokensPerUser', tokens, `You have ${tokens} API tokens`);
     const { token, tokenHash } = mintToken('api');
     const now = new Date();
-    const apiToken = await insertApiToken(tx, user, {
-      name: input.name,
-      tokenHash,
-      createdAt: now,
-      expiresAt: input.expiresInDays ? new Date(now.getTime() + input.expiresInDays * DAY_MS) : null,
-    });
-    return { apiToken, token };
+    const apiToken = await insertApiToken(
+      tx,
+      user,
+      { name, tokenHash, createdAt: now, expiresAt: expiresInDays ? new Date(now.getTime() + expiresInDays * DAY_MS) : null, scopes },
+      projectIds,
+    );
+    return { id: apiToken.id, apiToken, token, projects: projects ? [...projects].sort() : null };
   });
 }
 
-/** The user's API tokens, newest first. */
-export function apiTokensOf(em: EntityManager, user: User, page: PageRequest): Promise<ApiToken[]> {
-  return apiTokenPage(em, user.id, page);
+function noFieldLeft(_rest: Record<string, never>): void {}
+
+/** The ids of the projects `namespaces` names, each one the user is a member of; 400 pointing at each that is not. */
+async function projectsOfMember(tx: EntityManager, userId: string, namespaces: string[]): Promise<string[]> {
+  const ids = await memberProjectIds(tx, userId, namespaces);
+  const refused: ErrorDetail[] = namespaces.flatMap((namespace, i) =>
+    ids.has(namespace) ? [] : [{ path: `/body/projects/${i}`, message: 'is not a project you are a member of' }],
+  );
+  if (refused.length > 0) {
+    const [first] = refused;
+    const more = refused.length > 1 ? ` (and ${refused.length - 1} more, see details)` : '';
+    throw new InvalidRequest(`Invalid request: ${first!.path} ${first!.message}${more}.`, refused.slice(0, 20));
+  }
+  return [...ids.values()];
+}
+
+/** The user's API tokens, newest first, with the projects they are limited to. */
+export async function apiTokensOf(em: EntityManager, user: User, page: PageRequest): Promise<ApiTokenView[]> {
+  const tokens = await apiTokenPage(em, user.id, page);
+  const limited = tokens.filter((apiToken) => apiToken.limitedToProjects).map((apiToken) => apiToken.id);
+  const namespaces = await tokenProjectNamespaces(em, user.id, limited);
+  return tokens.map((apiToken) => ({
+    id: apiToken.id,
+    apiToken,
+    projects: apiToken.limitedToProjects ? (namespaces.get(apiToken.id) ?? []) : null,
+  }));
 }
 
 export async function revokeApiToken(em: EntityManager, user: User, id: string): Promise<void> {

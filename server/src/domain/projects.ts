@@ -21,6 +21,7 @@ import {
 } from '../db/repositories/projects.js';
 import { lockProject, lockUser, transaction, writeChanges } from '../db/transaction.js';
 import { conflictOn } from '../db/unique.js';
+import type { Grant } from '../policies/project.js';
 import type { IconStore } from '../storage/icons.js';
 import { confirmAccess } from './access.js';
 import { recordActivity } from './activity.js';
@@ -128,10 +129,18 @@ export async function viewProjects(em: EntityManager, projects: Project[]): Prom
   });
 }
 
-/** A page of the caller's projects; `more` when projects beyond those answered remain. */
-export async function listProjectsOf(em: EntityManager, user: User, page: PageRequest): Promise<{ views: ProjectView[]; more: boolean }> {
+/**
+ * A page of the caller's projects, those its credential reaches (`grant`); `more` when projects
+ * beyond those answered remain.
+ */
+export async function listProjectsOf(
+  em: EntityManager,
+  user: User,
+  grant: Grant,
+  page: PageRequest,
+): Promise<{ views: ProjectView[]; more: boolean }> {
   // The page is chosen first (filtering on the caller's membership), then its members and feeds loaded.
-  const projects = await memberProjectsPage(em, user.id, page);
+  const projects = await memberProjectsPage(em, user.id, page, grant.projectIds);
   const wanted = projects.slice(0, page.limit);
   const views = await viewProjects(em, wanted);
   return { views, more: projects.length > page.limit || views.length < wanted.length };

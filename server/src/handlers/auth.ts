@@ -25,7 +25,7 @@ export const logout: Handler<'logout'> = async ({ caller, em, services }) => {
 };
 
 export const createApiToken: Handler<'createApiToken'> = async ({ body, caller, em, services }) => {
-  const created = await mintApiToken(em, caller.user, { name: body.name, expiresInDays: body.expires_in_days }, services.config.limits);
+  const created = await mintApiToken(em, caller.user, body, services.config.limits);
   return { status: 201, data: presentCreatedApiToken(created) };
 };
 

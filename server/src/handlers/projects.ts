@@ -12,7 +12,7 @@ export const createProject: Handler<'createProject'> = async ({ body, caller, em
 
 export const listProjects: Handler<'listProjects'> = async ({ query, caller, em, services }) => {
   const page = pageRequest(query);
-  const { views, more } = await listProjectsOf(em, caller.user, page);
+  const { views, more } = await listProjectsOf(em, caller.user, caller.grant, page);
   return { status: 200, data: toPage(views, page.limit, (project) => presentProject(project, services.icons), more) };
 };
 

@@ -63,7 +63,8 @@ const SCOPES: readonly string[] = ['all', 'events:write', 'insights:write', 'rea
 function scopeOf(operation: Operation): TokenScope {
   const scope = (operation as unknown as Record<string, unknown>)['x-scope'];
   if (scope === undefined) return 'all';
-  if (typeof scope !== 'string' || !SCOPES.includes(scope)) throw new Error(`${operation.operationId}: unknown x-scope ${String(scope)}`);
+  if (typeof scope !== 'string' || !SCOPES.includes(scope))
+    throw new Error(`${operation.operationId}: unknown x-scope ${JSON.stringify(scope)}`);
   return scope as TokenScope;
 }
 

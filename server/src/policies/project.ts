@@ -10,8 +10,12 @@
  * - A pending invitee is not a member: it reaches only its own invite (accept, decline).
  * - Which credential kind a route takes (session token or API token too) is not decided here but
  *   by the contract's `x-session-only`, enforced for every route in http/auth.ts before this runs.
+ * - What an API token may do on top of that (the second part, below): its scopes against the
+ *   operation's `x-scope` (`permitScope`, asked by http/auth.ts before any handler runs), and the
+ *   projects it is limited to (`permitProject`, asked by domain/access.ts with the project loaded).
  */
-import { Forbidden, NotFound, projectNotFound } from '../errors.js';
+import type { components } from '../../../spec/generated/openapi.js';
+import { Forbidden, InsufficientScope, NotFound, projectNotFound } from '../errors.js';
 
 /** Who may act: any member; the owner alone; the owner or the member the route names (leaving);
  * the invitee the route names; the owner or that invitee. */
@@ -95,4 +99,62 @@ export function permit(action: ProjectAction, { role, isSubject, hasPendingInvit
     throw new Forbidden('not_owner', "Only the project's owner can remove another member.");
   }
   return role;
+}
+
+// ---------- What a credential reaches: an API token's scopes and projects ----------
+
+/** What an API token may do; each operation an API token may call names the one it needs (`x-scope`, spec/scopes.tsp). */
+export type TokenScope = components['schemas']['ApiTokenScope'];
+
+/**
+ * What a credential may do, and where. A session may do whatever its user may (`UNLIMITED`); an API
+ * token what it was made for.
+ */
+export interface Grant {
+  /** `['all']`, or some of the narrower scopes. */
+  readonly scopes: readonly TokenScope[];
+  /** The ids of the only projects it reaches; undefined: every project its user is a member of. */
+  readonly projectIds: ReadonlySet<string> | undefined;
+}
+
+/** A session's grant, and that of an API token made with neither `projects` nor `scopes`. */
+export const UNLIMITED: Grant = Object.freeze({ scopes: Object.freeze(['all'] as const), projectIds: undefined });
+
+/**
+ * Whether `grant` covers an operation that needs `needed`. `namesProject`: the operation acts on the
+ * project its path names, whose reach `permitProject` decides once the project is loaded.
+ *
+ * - Scope `all` covers every operation, but a token limited to projects is refused the account's
+ *   own `all` operations (the account, its received invites, creating a project): they reach
+ *   beyond its projects.
+ * - A narrower scope covers exactly the operations that name it: `read` does not come with a
+ *   write scope, nor a write scope with `read`, and none covers an `all` operation.
+ */
+export function coversOperation(grant: Grant, needed: TokenScope, namesProject: boolean): boolean {
+  if (grant.scopes.includes('all')) return needed !== 'all' || namesProject || grant.projectIds === undefined;
+  return needed !== 'all' && grant.scopes.includes(needed);
+}
+
+/** `coversOperation`, or 403 `insufficient_scope` saying what was missing. */
+export function permitScope(grant: Grant, needed: TokenScope, namesProject: boolean): void {
+  if (coversOperation(grant, needed, namesProject)) return;
+  if (grant.scopes.includes('all')) {
+    throw new InsufficientScope('This operation reaches beyond projects: it needs an API token that is not limited to projects.');
+  }
+  throw new InsufficientScope(`This operation needs an API token with scope ${needed}; this one has ${grant.scopes.join(', ')}.`);
+}
+
+/** Whether `grant` reaches the project `projectId` (of which its user is a member: the rules above decide that). */
+export function reachesProject(grant: Grant, projectId: string): boolean {
+  return grant.projectIds === undefined || grant.projectIds.has(projectId);
+}
+
+/** 404 `not_found`, as to a non-member, when `grant` does not reach the project: the token learns nothing of it. */
+export function permitProject(grant: Grant, projectId: string): void {
+  if (!reachesProject(grant, projectId)) throw projectNotFound();
+}
+
+/** Whether an API token may be made with these scopes: `all` alone, or some of the narrower ones. */
+export function isScopeSet(scopes: readonly TokenScope[]): boolean {
+  return scopes.length > 0 && (!scopes.includes('all') || scopes.length === 1);
 }

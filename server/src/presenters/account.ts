@@ -22,19 +22,26 @@ export function presentSessionGrant(grant: { user: User; session: Session; token
   return { token: grant.token, expires_at: grant.session.expiresAt.toISOString(), user: presentUser(grant.user, icons) };
 }
 
-export function presentApiToken(apiToken: ApiToken): Schemas['ApiToken'] {
+/** A token as listed; `projects`: the namespaces of the projects it is limited to, null when it is not. */
+export function presentApiToken({ apiToken, projects }: { apiToken: ApiToken; projects: string[] | null }): Schemas['ApiToken'] {
   return {
     id: apiToken.id,
     name: apiToken.name,
     created_at: apiToken.createdAt.toISOString(),
     expires_at: apiToken.expiresAt?.toISOString() ?? null,
     last_used_at: apiToken.lastUsedAt?.toISOString() ?? null,
+    projects,
+    scopes: apiToken.scopes,
   };
 }
 
-export function presentCreatedApiToken({ apiToken, token }: { apiToken: ApiToken; token: string }): Schemas['CreatedApiToken'] {
-  const { last_used_at: _unused, ...listed } = presentApiToken(apiToken);
-  return { ...listed, token };
+export function presentCreatedApiToken(created: {
+  apiToken: ApiToken;
+  projects: string[] | null;
+  token: string;
+}): Schemas['CreatedApiToken'] {
+  const { last_used_at: _unused, ...listed } = presentApiToken(created);
+  return { ...listed, token: created.token };
 }
 
 /** A session as its user lists it: its device record, never its token. `current`: the session of the request. */

@@ -7,7 +7,7 @@
  * not `find`).
  */
 import { raw, type EntityManager } from '@mikro-orm/postgresql';
-import { ApiToken, Session, User } from '../entities.js';
+import { ApiToken, Session, User, type ApiTokenScope } from '../entities.js';
 import { findPage, type PageRequest } from '../page.js';
 import { mapRow, query, selectColumns, sqlOnce } from '../raw.js';
 
@@ -68,14 +68,22 @@ const TABLE: Record<CredentialKind, string> = { session: 'sessions', api: 'api_t
 
 /**
  * A credential and its user's columns (prefixed `u__`). Timestamps arrive as text: MikroORM's
- * driver leaves their parsing to the entity mapping.
+ * driver leaves their parsing to the entity mapping. An API token's row also has what it may do:
+ * `scopes`, and `project_ids`, the projects it is limited to (null when it is not).
  */
 export type CredentialRow = {
   credential_id: string;
   last_used_at: string | null;
   u__id: string;
   u__username: string;
+  scopes?: ApiTokenScope[];
+  project_ids?: string[] | null;
 } & Record<string, unknown>;
+
+/** An API token's scopes and the projects it is limited to, as JSON (which both database drivers parse alike). */
+const TOKEN_GRANT = `, to_json(c.scopes) as scopes,
+  case when c.limited_to_projects
+    then coalesce((select json_agg(tp.project_id) from api_token_projects tp where tp.token_id = c.id), '[]') end as project_ids`;
 
 /**
  * The one rule of a credential's life, on the database's clock: a session or API token of table
@@ -93,7 +101,7 @@ export async function findCredential(em: EntityManager, kind: CredentialKind, to
   const sql = sqlOnce(
     `credential:${table}`,
     () =>
-      `select c.id as credential_id, c.last_used_at, ${selectColumns(em, User, 'u', 'u')}
+      `select c.id as credential_id, c.last_used_at, ${selectColumns(em, User, 'u', 'u')}${kind === 'api' ? TOKEN_GRANT : ''}
      from ${table} c join users u on u.id = c.user_id where c.token_hash = ? and ${liveCredential('c')}`,
   );
   const [row] = await query<CredentialRow>(em, sql, [tokenHash]);
@@ -175,20 +183,48 @@ export function countApiTokens(em: EntityManager, userId: string): Promise<numbe
   return em.count(ApiToken, { user: userId });
 }
 
-/** A new API token of the user, written at once. */
+/**
+ * A new API token of the user, written at once; with `projectIds`, limited to those projects (each
+ * of which must exist), otherwise reaching every project of its user.
+ */
 export async function insertApiToken(
   em: EntityManager,
   user: User,
-  fields: { name: string; tokenHash: string; createdAt: Date; expiresAt: Date | null },
+  fields: { name: string; tokenHash: string; createdAt: Date; expiresAt: Date | null; scopes: ApiTokenScope[] },
+  projectIds: string[] | undefined,
 ): Promise<ApiToken> {
-  const apiToken = em.create(ApiToken, { user, ...fields, lastUsedAt: null });
+  const apiToken = em.create(ApiToken, { user, ...fields, limitedToProjects: projectIds !== undefined, lastUsedAt: null });
   await em.flush();
+  if (projectIds?.length) {
+    await query(em, 'insert into api_token_projects (token_id, project_id) select ?, unnest(?::uuid[])', [apiToken.id, projectIds]);
+  }
   return apiToken;
 }
 
 /** The user's API tokens, newest first. */
 export function apiTokenPage(em: EntityManager, userId: string, page: PageRequest): Promise<ApiToken[]> {
   return findPage(em, ApiToken, { user: userId }, page);
+}
+
+const TOKEN_PROJECTS = `select tp.token_id, p.namespace
+  from api_token_projects tp join projects p on p.id = tp.project_id
+  where tp.token_id = any(?::uuid[])
+    and exists (select 1 from project_members m where m.project_id = p.id and m.user_id = ?)
+  order by p.namespace collate "C"`;
+
+/**
+ * The current namespaces of the projects each of the tokens `tokenIds` is limited to, of which
+ * `userId` is still a member, alphabetically; a token limited to none of those has no entry.
+ */
+export async function tokenProjectNamespaces(em: EntityManager, userId: string, tokenIds: string[]): Promise<Map<string, string[]>> {
+  const byToken = new Map<string, string[]>();
+  if (tokenIds.length === 0) return byToken;
+  for (const row of await query<{ token_id: string; namespace: string }>(em, TOKEN_PROJECTS, [tokenIds, userId])) {
+    const namespaces = byToken.get(row.token_id);
+    if (namespaces) namespaces.push(row.namespace);
+    else byToken.set(row.token_id, [row.namespace]);
+  }
+  return byToken;
 }
 
 /** Deletes one of the user's API tokens: whether it existed. */

@@ -151,9 +151,23 @@ export function getProjectAfresh(tx: EntityManager, id: string): Promise<Project
   return tx.findOneOrFail(Project, { id }, { refresh: true });
 }
 
-/** A page of the projects `userId` is a member of, newest first (one more than asked: `findPage`). */
-export function memberProjectsPage(em: EntityManager, userId: string, page: PageRequest): Promise<Project[]> {
-  return findPage(em, Project, { members: { user: userId } }, page);
+/**
+ * A page of the projects `userId` is a member of, newest first (one more than asked: `findPage`);
+ * with `among`, only those of these ids.
+ */
+export function memberProjectsPage(em: EntityManager, userId: string, page: PageRequest, among?: Iterable<string>): Promise<Project[]> {
+  return findPage(em, Project, { members: { user: userId }, ...(among === undefined ? {} : { id: { $in: [...among] } }) }, page);
+}
+
+/** Of the projects named `namespaces`, those `userId` is a member of: their ids by namespace. */
+export async function memberProjectIds(em: EntityManager, userId: string, namespaces: string[]): Promise<Map<string, string>> {
+  const rows = await query<{ id: string; namespace: string }>(
+    em,
+    `select p.id, p.namespace from projects p
+     where p.namespace = any(?::text[]) and exists (select 1 from project_members m where m.project_id = p.id and m.user_id = ?)`,
+    [namespaces, userId],
+  );
+  return new Map(rows.map((row) => [row.namespace, row.id]));
 }
 
 /** How many projects `userId` owns. */
