@@ -37,6 +37,9 @@ export interface State {
   a2?: string;
   /** A's API token. */
   apiToken?: { id: string; token: string };
+  /** A's narrowed API tokens, both limited to P1: one that may only publish, one that may only read. */
+  publishToken?: { id: string; token: string };
+  readToken?: { id: string; token: string };
   /** Current namespaces of the run's two projects. */
   p1?: string;
   p2?: string;

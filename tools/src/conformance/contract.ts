@@ -1,7 +1,7 @@
 /**
  * The contract as the suite reads it: an OpenAPI document from disk (the copy this package carries,
  * or spec/generated/openapi.json in the repository), nothing from the server's code. It lists the
- * operations (method, path template, documented statuses, `x-session-only`), routes a request path
+ * operations (method, path template, documented statuses, `x-session-only`, `x-scope`), routes a request path
  * to its operation the way any HTTP client reading the document would, and judges an answer with a
  * third-party validator (openapi-response-validator: its own Ajv and OpenAPI 3 → JSON Schema
  * translation) plus the rules the document states in words: required headers and their bounds, the
@@ -55,6 +55,8 @@ export interface Operation {
   isPublic: boolean;
   /** `x-session-only`: API tokens are refused (403 `session_required`). */
   sessionOnly: boolean;
+  /** `x-scope`: the scope an API token needs to call it (403 `insufficient_scope` without); undefined where tokens do not reach. */
+  scope: string | undefined;
   hasBody: boolean;
   /** `x-caller` (e.g. `stripe` for the webhook). */
   caller: string | undefined;
@@ -126,6 +128,7 @@ export class ContractModel {
           responses,
           isPublic: security.length === 0 || security.some((requirement) => Object.keys(requirement).length === 0),
           sessionOnly: operation['x-session-only'] === true,
+          scope: typeof operation['x-scope'] === 'string' ? operation['x-scope'] : undefined,
           hasBody: Boolean(operation.requestBody),
           caller: typeof operation['x-caller'] === 'string' ? operation['x-caller'] : undefined,
           requestHeaders: (operation.parameters ?? [])
@@ -197,8 +200,8 @@ export class ContractModel {
     // HTTP: an answer to HEAD is the GET answer's status and headers, never a body.
     const answer = method === 'HEAD' ? { ...received, body: undefined } : received;
     const contentType = answer.headers.get('content-type');
-    // CORS (the contract's conventions): with allowed origins configured, a preflight is answered
-    // before any operation, 204 with Access-Control-Allow-Origin and no body, whatever the path.
+    // CORS (the contract's conventions): with allowed origins configured, the preflight of an
+    // operation marked `x-cors` is answered before the operation, 204 with Access-Control-Allow-Origin and no body.
     if (method === 'OPTIONS' && answer.status === 204 && answer.headers.get('access-control-allow-origin') !== null) {
       return answer.body ? [`a CORS preflight answer with a body: ${answer.body.slice(0, 120)}`] : [];
     }
