@@ -159,11 +159,13 @@ describe('event counts', () => {
     }
     expect(total).to.equal(210);
     expect(await count('select count(*)::int as n from events where project_id = ?', [project.id])).to.equal(210);
-    const rollup = await count('select coalesce(sum(count), 0)::int as n from event_counts where project_id = ? and span = 60', [project.id]);
+    const rollup = await count('select coalesce(sum(count), 0)::int as n from event_counts where project_id = ? and span = 60', [
+      project.id,
+    ]);
     expect(rollup).to.equal(210);
   });
 
-  it('keeps counts when the events are deleted by retention, and drops a deleted feed\'s counts', async () => {
+  it("keeps counts when the events are deleted by retention, and drops a deleted feed's counts", async () => {
     const project = await createProject(owner.token);
     await addFeed(owner.token, project.namespace, 'gone');
     await publish(token, project.namespace, 'general', '2026-01-10T10:00:00Z');
