@@ -68,8 +68,6 @@ const NAMES: Record<string, Naming> = {
   logsnagSetInsight: { omitted: "LogSnag compatibility, for LogSnag's clients (the SDK has insights.create and insights.update)" },
   logsnagIncrementInsight: { omitted: "LogSnag compatibility, for LogSnag's clients (the SDK has insights.update)" },
   logsnagIdentify: { omitted: "LogSnag compatibility, for LogSnag's clients (the SDK identifies end users on their native route)" },
-  logsnagGroup: { omitted: 'LogSnag compatibility: not supported (always 404)' },
-  logsnagPage: { omitted: 'LogSnag compatibility: not supported (always 404)' },
   createCheckoutSession: 'billing.checkout',
   createPortalSession: 'billing.portal',
   deleteCurrentUser: 'users.deleteMe', // `getCurrentUser` is `users.me`

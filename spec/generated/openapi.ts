@@ -369,27 +369,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/group": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Group (LogSnag; not supported)
-         * @description LogSnag's `group`: not supported here. 404 `not_found` to every request, with or without a
-         *     credential; the body is not read.
-         */
-        post: operations["logsnagGroup"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/v1/identify": {
         parameters: {
             query?: never;
@@ -481,27 +460,6 @@ export interface paths {
         get: operations["getOpenApi"];
         put?: never;
         post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/page": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Page view (LogSnag; not supported)
-         * @description LogSnag's `page`: not supported here. 404 `not_found` to every request, with or without a
-         *     credential; the body is not read.
-         */
-        post: operations["logsnagPage"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3554,69 +3512,6 @@ export interface operations {
             };
         };
     };
-    logsnagGroup: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /**
-             * @description 400 `invalid_request`: the envelope as on every route, and also `validation.body`, the problems
-             *     as LogSnag's clients read them (they print its messages to their user).
-             */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["LogSnagErrorEnvelope"];
-                };
-            };
-            /** @description 404 `not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
-            429: {
-                headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 500 `internal`. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying, when the service can tell. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-        };
-    };
     logsnagIdentify: {
         parameters: {
             query?: never;
@@ -4248,69 +4143,6 @@ export interface operations {
             };
             /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
             400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
-            429: {
-                headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 500 `internal`. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying, when the service can tell. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-        };
-    };
-    logsnagPage: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /**
-             * @description 400 `invalid_request`: the envelope as on every route, and also `validation.body`, the problems
-             *     as LogSnag's clients read them (they print its messages to their user).
-             */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["LogSnagErrorEnvelope"];
-                };
-            };
-            /** @description 404 `not_found`. */
-            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,7 +1,8 @@
 /**
  * The access matrix of every project-scoped operation, from ONE table: operationId × caller →
  * expected answer. The operations come from the contract the service serves
- * (`GET /v1/openapi.json`, every path under `/v1/projects/{namespace}`); an operation without a row
+ * (`GET /v1/openapi.json`, every path under `/v1/projects/{namespace}`, and LogSnag's routes,
+ * `x-logsnag`, which name their project in the body); an operation without a row
  * fails the suite, so a new project route cannot land without its access rules written down here.
  *
  * Each cell sends a valid request (existing ids and usernames, valid bodies), so the status tells
@@ -125,6 +126,23 @@ const MATRIX: Record<string, Row> = {
     expect: members(201),
   },
   listEvents: { request: () => ({ query: '?limit=10' }), expect: members(200) },
+  // LogSnag's routes (spec/logsnag.tsp) name the project in the body, as `project`.
+  logsnagLog: {
+    request: (f, caller) => ({ body: { project: f.namespace, channel: `logsnag-${caller.toLowerCase()}`, event: 'Signed up' } }),
+    expect: members(200),
+  },
+  logsnagSetInsight: {
+    request: (f, caller) => ({ body: { project: f.namespace, title: `Set by ${caller}`, value: 1 } }),
+    expect: members(200),
+  },
+  logsnagIncrementInsight: {
+    request: (f) => ({ body: { project: f.namespace, title: 'Counted', value: { $inc: 1 } } }),
+    expect: members(200),
+  },
+  logsnagIdentify: {
+    request: (f) => ({ body: { project: f.namespace, user_id: 'matrix-user', properties: { plan: 'pro' } } }),
+    expect: members(200),
+  },
   // A stream: the cell reads its status and headers, then lets go.
   streamEvents: { request: () => ({}), expect: members(200) },
   // The run's server has billing off (no STRIPE_SECRET_KEY): past the access rules, the owner's
@@ -219,6 +237,11 @@ async function answerOf(op: Operation, params: Record<string, string>, auth: str
   return `${response.status}${code}${problems.length ? ` (${problems.join('; ')})` : ''}`;
 }
 
+/** The operation acts on a project: its path names one, or (LogSnag's routes, `x-logsnag`) its body does. */
+function namesProject(document: any, op: Operation): boolean {
+  return op.path.startsWith('/v1/projects/{namespace}') || document.paths[op.path]?.[op.method.toLowerCase()]?.['x-logsnag'] === true;
+}
+
 function show(outcome: Outcome): string {
   return typeof outcome === 'number' ? String(outcome) : `${outcome[0]} ${outcome[1]}`;
 }
@@ -235,7 +258,7 @@ describe(
       this.timeout(60_000);
       const served = await http('GET', '/v1/openapi.json');
       expect(served.status).to.equal(200);
-      const projectScoped = new ContractModel(served.json).operations.filter((op) => op.path.startsWith('/v1/projects/{namespace}'));
+      const projectScoped = new ContractModel(served.json).operations.filter((op) => namesProject(served.json, op));
       operations = new Map(projectScoped.map((op) => [op.operationId, op]));
       const [owner, member, other, nonMember, invitee, spare] = await Promise.all(Array.from({ length: 6 }, () => signUp()));
       people = {
@@ -395,9 +418,7 @@ describe(
     before(async () => {
       const served = await http('GET', '/v1/openapi.json');
       expect(served.status).to.equal(200);
-      const accountScoped = new ContractModel(served.json).operations.filter(
-        (op) => !op.isPublic && !op.path.startsWith('/v1/projects/{namespace}'),
-      );
+      const accountScoped = new ContractModel(served.json).operations.filter((op) => !op.isPublic && !namesProject(served.json, op));
       operations = new Map(accountScoped.map((op) => [op.operationId, op]));
     });
 

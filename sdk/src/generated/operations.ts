@@ -7,8 +7,6 @@
 // - logsnagSetInsight: LogSnag compatibility, for LogSnag's clients (the SDK has insights.create and insights.update).
 // - logsnagIncrementInsight: LogSnag compatibility, for LogSnag's clients (the SDK has insights.update).
 // - logsnagIdentify: LogSnag compatibility, for LogSnag's clients (the SDK identifies end users on their native route).
-// - logsnagGroup: LogSnag compatibility: not supported (always 404).
-// - logsnagPage: LogSnag compatibility: not supported (always 404).
 
 import type { Caller, RequestOptions } from '../caller.js';
 import type { Body, Data, PathParam, Query } from '../contract.js';

@@ -18,7 +18,7 @@ import { getEndUser, identifyEndUser } from './end-users.js';
 import { createFeed, deleteFeed, listFeeds, updateFeed } from './feeds.js';
 import { createInsight, deleteInsight, listInsights, updateInsight } from './insights.js';
 import { acceptInvite, createInvite, deleteInvite, listInvites, listReceivedInvites } from './invites.js';
-import { logsnagGroup, logsnagIncrementInsight, logsnagLog, logsnagPage, logsnagSetInsight } from './logsnag.js';
+import { logsnagIdentify, logsnagIncrementInsight, logsnagLog, logsnagSetInsight } from './logsnag.js';
 import { removeMember } from './members.js';
 import { confirmPasswordReset, requestPasswordReset } from './password-reset.js';
 import { createProject, deleteProject, getProject, listProjects, transferOwnership, updateProject } from './projects.js';
@@ -80,6 +80,5 @@ export const handlers: Handlers = {
   logsnagLog,
   logsnagSetInsight,
   logsnagIncrementInsight,
-  logsnagGroup,
-  logsnagPage,
+  logsnagIdentify,
 };

@@ -89,6 +89,7 @@ class Dispatch {
     const { op, params } = setup.contract.match(ctx.method, ctx.path);
     const operationId = op.operationId;
     ctx.state.operationId = operationId;
+    if (op.logsnag) ctx.state.logsnag = true;
     // handlers/index.ts has a handler for every operation of the generated contract the service loads.
     if (!hasHandler(setup.handlers, operationId)) throw new Internal();
     this.#setup = setup;

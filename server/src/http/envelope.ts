@@ -2,7 +2,8 @@
  * The one place that writes answers: successes into `{ success: true, data }`, and every failure,
  * whatever threw it, into `{ success: false, error: { code, message, details? } }` with the status
  * the contract gives that code. Unknown errors become 500 `internal` and are logged without their
- * message (a driver's message can hold SQL with values).
+ * message (a driver's message can hold SQL with values). On the LogSnag compatibility routes
+ * (`x-logsnag` in the contract), a 400 also carries LogSnag's `validation`.
  */
 import type { Readable } from 'node:stream';
 import type { Context, Middleware } from 'koa';
@@ -34,6 +35,8 @@ declare module 'koa' {
     reply?: Reply;
     operationId?: string;
     requestId: string;
+    /** The request's operation is a LogSnag compatibility route (`x-logsnag`; set by dispatch.ts). */
+    logsnag?: boolean;
   }
 }
 
@@ -118,12 +121,21 @@ export function successBody(reply: Reply): unknown {
   return reply.raw !== undefined ? reply.raw : { success: true, data: reply.data };
 }
 
-/** The body of a failure answer. */
-export function failureBody(error: ApiError): unknown {
-  return {
+/**
+ * The body of a failure answer. On a LogSnag compatibility route (`logsnag`), a 400 also carries
+ * `validation: { body: [{ message }] }`, which LogSnag's clients print to their user: one message per
+ * detail (where, then what), or the error's own message when it has no details.
+ */
+export function failureBody(error: ApiError, logsnag = false): unknown {
+  const body = {
     success: false,
     error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) },
   };
+  if (!logsnag || error.status !== 400) return body;
+  const messages = error.details?.length
+    ? error.details.map((detail) => ({ message: `${detail.path.replace(/^\/body(?:\/|$)/, '') || 'body'} ${detail.message}` }))
+    : [{ message: error.message }];
+  return { ...body, validation: { body: messages } };
 }
 
 /**
@@ -172,7 +184,7 @@ function failure(ctx: Context, thrown: unknown): unknown {
   const error = toApiError(thrown, ctx.state.log);
   ctx.status = error.status;
   ctx.set(error.headers);
-  return failureBody(error);
+  return failureBody(error, ctx.state.logsnag);
 }
 
 /** What Koa's own JSON answers carry (it looks the type up per answer). */

@@ -89,7 +89,7 @@ export async function onceForKey({ ctx, em, scope, body, leaseMs }: KeyedRequest
         em,
         scope,
         claim,
-        error instanceof ApiError ? { status: error.status, body: JSON.stringify(failureBody(error)) } : undefined,
+        error instanceof ApiError ? { status: error.status, body: JSON.stringify(failureBody(error, ctx.state.logsnag)) } : undefined,
       ),
     );
     throw error;

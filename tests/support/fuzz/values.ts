@@ -170,6 +170,16 @@ export const SPECIAL_PROPERTIES: Record<string, fc.Arbitrary<unknown>> = {
   login: fc.constantFrom('@@OWNER@@', '@@OWNER@@@example.com', 'nobody', 'x'),
 };
 
+/** The project a LogSnag route's body names: the fixture's, mostly; another user's; none. */
+function logSnagProject(): fc.Arbitrary<string> {
+  return fc.constantFrom('@@NS@@', '@@NS@@', '@@NS@@', '@@NS2@@', '@@NS_UPPER@@', 'nowhere-here');
+}
+
+/** LogSnag's `icon`: an emoji, or a string of another size. */
+function logSnagIcon(): fc.Arbitrary<string> {
+  return fc.oneof(fc.constantFrom('🎉', '👨‍👩‍👧', ''), fc.string({ maxLength: 40 }));
+}
+
 /**
  * Per operation, values that reach further than generated ones. An e-mail change gets the owner's
  * password half the time, so that its handler is reached: its success only records a pending change
@@ -178,6 +188,11 @@ export const SPECIAL_PROPERTIES: Record<string, fc.Arbitrary<unknown>> = {
  * it would lock the fixture out.
  */
 export const OPERATION_PROPERTIES: Record<string, Record<string, fc.Arbitrary<unknown>>> = {
+  // LogSnag's routes name their project in the body, and their `icon` is an emoji, not an image.
+  logsnagLog: { project: logSnagProject(), icon: logSnagIcon() },
+  logsnagSetInsight: { project: logSnagProject(), icon: logSnagIcon() },
+  logsnagIncrementInsight: { project: logSnagProject(), icon: logSnagIcon() },
+  logsnagIdentify: { project: logSnagProject() },
   changeEmail: {
     current_password: fc.oneof(fc.constant('@@PASSWORD@@'), fc.string({ minLength: 1, maxLength: 40 })),
     email: fc.oneof(

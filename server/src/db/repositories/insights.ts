@@ -18,6 +18,14 @@ export async function insightExists(em: EntityManager, projectId: string, id: st
   return (await em.count(Insight, { id, project: projectId })) > 0;
 }
 
+/**
+ * The project's oldest insight titled `title` (ids are UUID v7, so the lowest id is the oldest), or
+ * null. Titles need not be unique: the native routes may have made several.
+ */
+export function oldestInsightTitled(em: EntityManager, projectId: string, title: string): Promise<Insight | null> {
+  return em.findOne(Insight, { project: projectId, title }, { orderBy: { id: 'asc' } });
+}
+
 /** A new insight of the project, written at once. */
 export async function insertInsight(
   em: EntityManager,
