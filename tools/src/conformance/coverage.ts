@@ -53,7 +53,7 @@ export interface CoverageContext {
  * Operations whose only 409 is `idempotency_in_progress`. The contract's 409 does not say which codes
  * each operation can answer (one description serves all), so they are named here.
  */
-const ONLY_IN_PROGRESS_409 = new Set(['publishEvent', 'publishEvents', 'updateInsight']);
+const ONLY_IN_PROGRESS_409 = new Set(['publishEvent', 'publishEvents', 'updateInsight', 'logsnagIdentify']);
 
 /** Why `status` of `op` cannot be provoked from outside on this run; undefined when it can. */
 export function notProvokableReason(op: Operation, status: number, context: CoverageContext): string | undefined {
@@ -85,6 +85,12 @@ export function notProvokableReason(op: Operation, status: number, context: Cove
     return (
       "409 `limit_reached` needs the user's API tokens or the project's insights filled to the deployment's cap; a conformance run " +
       'does not fill them'
+    );
+  }
+  if (status === 409 && ['logsnagLog', 'logsnagSetInsight', 'logsnagIncrementInsight'].includes(op.operationId)) {
+    return (
+      "409 `limit_reached` needs the project's feeds (for a new channel) or insights (for a new title) filled to the deployment's " +
+      'cap, which a conformance run does not fill; `idempotency_in_progress` needs two requests with one key at once'
     );
   }
   if (status === 409 && op.key === 'PUT /v1/projects/{namespace}/owner') {

@@ -22,6 +22,7 @@ import { insightCases } from './checks/insights.js';
 import { passwordResetCases } from './checks/password-reset.js';
 import { inviteCases, leaveCases, memberCases } from './checks/invites.js';
 import { leavingCases } from './checks/leaving.js';
+import { logsnagCases } from './checks/logsnag.js';
 import { projectCases, projectDeleteCases, projectMemberCases } from './checks/projects.js';
 import { rateLimitCases } from './checks/rate-limits.js';
 import { serviceCases } from './checks/service.js';
@@ -112,6 +113,7 @@ export function buildCases(contract: ContractModel, options: { rateLimits: boole
     ...memberCases,
     ...insightCases,
     ...feedCases,
+    ...logsnagCases,
     ...billingCases(options.stripeWebhookSecret),
     ...idempotencyCases(contract),
     ...conditionalCases(contract),

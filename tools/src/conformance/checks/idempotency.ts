@@ -4,7 +4,8 @@
  * or a handler's refusal such as 404 (a 400 is never recorded, so the body must be valid). Each case
  * therefore sends a valid request that changes nothing and is still recorded: the contract's own
  * example body on a project that does not exist (404), or, where the path names no project, a
- * namespace the run already holds or a username another user of the run holds (409). Then the same
+ * namespace the run already holds or a username another user of the run holds (409), or, where the
+ * body names the project (LogSnag's routes), a project that does not exist (404). Then the same
  * key on another such request must be 422 `idempotency_key_reused`, and on the first request again
  * the first answer, same status and body, with `Idempotent-Replayed: true`.
  *
@@ -29,6 +30,16 @@ function harmlessPair(t: CaseContext, op: Operation): { first: Request; other: R
       path: concretePath(op, `${t.state.tag}-${which}`),
       token,
       ...(body !== undefined ? { json: body } : {}),
+    });
+    return { first: request('gone1'), other: request('gone2'), expect: [404, 'not_found'] };
+  }
+  if (typeof body === 'object' && body !== null && 'project' in body) {
+    // LogSnag's routes name the project in the body: one that does not exist is 404, and recorded.
+    const request = (which: string): Request => ({
+      method: op.method,
+      path: op.path,
+      token,
+      json: { ...body, project: `${t.state.tag}-${which}` },
     });
     return { first: request('gone1'), other: request('gone2'), expect: [404, 'not_found'] };
   }
