@@ -11,8 +11,17 @@
  *
  * A second table, at the end, holds the operations outside a project that need a credential (the
  * account, its sessions and API tokens, the project list) the same way.
+ *
+ * Both tables also call every operation with narrowed API tokens of the owner (or of the account):
+ * one of each scope, one of scope `all` limited to the project, one limited to another project.
+ * Their expected answers are not written per row but derived from the operation's `x-scope` in the
+ * served contract and the token policy (policies/project.ts): session-only stays 403
+ * `session_required`; a scope that does not cover the operation is 403 `insufficient_scope`; a
+ * project outside the token's is 404 `not_found`, as to a non-member; and otherwise the answer is
+ * the owner's broad API token's, written in the row.
  */
 import { expect } from 'chai';
+import { coversOperation, reachesProject, type Grant, type TokenScope } from '../../server/src/policies/project.js';
 import { ContractModel, type Operation } from '../../tools/src/conformance/contract.js';
 import { parseJson, requestInit } from '../../tools/src/conformance/http.js';
 import { baseUrl, secret } from '../support/harness.js';
@@ -21,8 +30,23 @@ import { call, expectData, http } from '../support/http.js';
 import { addMember, createInsight, createProject, invite, namespaceName, projectPath } from '../support/projects.js';
 import { contractModel } from '../support/response-check.js';
 
-const CALLERS = ['owner', 'member', 'nonMember', 'invitee', 'ownerApiToken', 'noToken', 'malformedToken'] as const;
+/** The callers whose answers each row writes out. */
+const WRITTEN_CALLERS = ['owner', 'member', 'nonMember', 'invitee', 'ownerApiToken', 'noToken', 'malformedToken'] as const;
+type WrittenCaller = (typeof WRITTEN_CALLERS)[number];
+/** The owner's narrowed API tokens, whose answers are derived (`scopedOutcome`). */
+const TOKEN_CALLERS = ['readToken', 'eventsWriteToken', 'insightsWriteToken', 'allHereToken', 'allElsewhereToken'] as const;
+type TokenCaller = (typeof TOKEN_CALLERS)[number];
+const CALLERS = [...WRITTEN_CALLERS, ...TOKEN_CALLERS] as const;
 type Caller = (typeof CALLERS)[number];
+
+/** Each narrowed token: what it was made with. `here`: limited to the cell's project; `elsewhere`: to another project of the owner. */
+const TOKEN_GRANTS: Record<TokenCaller, { scopes: TokenScope[]; projects?: 'here' | 'elsewhere' }> = {
+  readToken: { scopes: ['read'] },
+  eventsWriteToken: { scopes: ['events:write'] },
+  insightsWriteToken: { scopes: ['insights:write'] },
+  allHereToken: { scopes: ['all'], projects: 'here' },
+  allElsewhereToken: { scopes: ['all'], projects: 'elsewhere' },
+};
 
 /** A success status, or an error status with its code. */
 type Outcome = 200 | 201 | 202 | 204 | readonly [status: number, code: string];
@@ -31,7 +55,7 @@ type Row = {
   freshPerCaller?: boolean;
   /** Path parameters other than `namespace`, query string and JSON body of a valid request. */
   request: (f: Fixture, caller: Caller) => Promise<Request> | Request;
-  expect: Record<Caller, Outcome>;
+  expect: Record<WrittenCaller, Outcome>;
 };
 type Request = { params?: Record<string, string>; query?: string; body?: unknown };
 
@@ -41,6 +65,7 @@ const NOT_FOUND = [404, 'not_found'] as const;
 const NOT_OWNER = [403, 'not_owner'] as const;
 const FORBIDDEN = [403, 'forbidden'] as const;
 const SESSION_REQUIRED = [403, 'session_required'] as const;
+const INSUFFICIENT_SCOPE = [403, 'insufficient_scope'] as const;
 const BILLING_OFF = [503, 'unavailable'] as const;
 
 const anonymous = { noToken: UNAUTHENTICATED, malformedToken: UNAUTHENTICATED } as const;
@@ -48,12 +73,26 @@ const anonymous = { noToken: UNAUTHENTICATED, malformedToken: UNAUTHENTICATED } 
 const outsiders = { nonMember: NOT_FOUND, invitee: NOT_FOUND } as const;
 
 /** Any member may. */
-function members(ok: Outcome): Record<Caller, Outcome> {
+function members(ok: Outcome): Record<WrittenCaller, Outcome> {
   return { owner: ok, member: ok, ownerApiToken: ok, ...outsiders, ...anonymous };
 }
 /** The owner alone; a member is told so. */
-function ownerOnly(ok: Outcome): Record<Caller, Outcome> {
+function ownerOnly(ok: Outcome): Record<WrittenCaller, Outcome> {
   return { owner: ok, member: NOT_OWNER, ownerApiToken: ok, ...outsiders, ...anonymous };
+}
+
+/**
+ * A narrowed token's answer, from the policy: a session-only operation refuses every API token; a
+ * scope that does not cover the operation (`x-scope`) is 403 before anything else; a project the
+ * token does not reach does not exist for it; past those, it gets what the broad token of the same
+ * user gets (`broad`).
+ */
+function scopedOutcome(op: Operation, grant: Grant, projectId: string | undefined, broad: Outcome): Outcome {
+  if (op.sessionOnly) return SESSION_REQUIRED;
+  const namesProject = op.path.includes('{namespace}');
+  if (!coversOperation(grant, op.scope as TokenScope, namesProject)) return INSUFFICIENT_SCOPE;
+  if (projectId !== undefined && !reachesProject(grant, projectId)) return NOT_FOUND;
+  return broad;
 }
 
 // ----- the table -----
@@ -126,6 +165,19 @@ const MATRIX: Record<string, Row> = {
     expect: members(201),
   },
   listEvents: { request: () => ({ query: '?limit=10' }), expect: members(200) },
+  countEvents: { request: () => ({ query: '?interval=day' }), expect: members(200) },
+  identifyEndUser: {
+    request: (_f, caller) => ({ params: { user_id: `matrix-${caller}` }, body: { properties: { plan: 'pro' } } }),
+    expect: members(200),
+  },
+  getEndUser: {
+    // An end user the owner identified, so that the project knows it.
+    request: async (f) => {
+      expectData(await call('PUT', projectPath(f.namespace, '/users/matrix-known'), f.owner.token, { properties: {} }), 200, 'identify');
+      return { params: { user_id: 'matrix-known' } };
+    },
+    expect: members(200),
+  },
   // LogSnag's routes (spec/logsnag.tsp) name the project in the body, as `project`.
   logsnagLog: {
     request: (f, caller) => ({ body: { project: f.namespace, channel: `logsnag-${caller.toLowerCase()}`, event: 'Signed up' } }),
@@ -169,10 +221,23 @@ interface People {
   /** A user with no tie to any fixture project, for createInvite. */
   spare: TestUser;
   ownerApiToken: string;
+  /** Another project of the owner's, the one `allElsewhereToken` is limited to. */
+  elsewhereId: string;
+  /** The owner's narrowed tokens that do not depend on the cell's project. */
+  readToken: string;
+  eventsWriteToken: string;
+  insightsWriteToken: string;
+  allElsewhereToken: string;
 }
 
 interface Fixture extends People {
   namespace: string;
+  projectId: string;
+  /**
+   * The owner's token of scope `all` limited to this project, made when a cell first calls with it
+   * (a token per fixture would pass the cap on a user's API tokens).
+   */
+  allHereToken: () => Promise<string>;
   newInsight: () => Promise<{ id: string }>;
   /** A new feed's name. */
   newFeed: () => Promise<string>;
@@ -190,6 +255,8 @@ async function fixture(people: People): Promise<Fixture> {
   return {
     ...people,
     namespace,
+    projectId: project.id,
+    allHereToken: once(() => narrowedToken(people.owner.token, 'allHereToken', namespace)),
     newInsight: () => createInsight(people.owner.token, namespace, { title: 'Target', value: 10 }),
     newFeed: async () => {
       feeds += 1;
@@ -200,10 +267,35 @@ async function fixture(people: People): Promise<Fixture> {
   };
 }
 
-function authorization(f: Fixture, caller: Caller): string | undefined {
+/** A new API token of the session's user made as `TOKEN_GRANTS[caller]` says; `project`: the namespace it is limited to, if any. */
+async function narrowedToken(session: string, caller: TokenCaller, project?: string): Promise<string> {
+  const body = { name: caller, scopes: TOKEN_GRANTS[caller].scopes, ...(project === undefined ? {} : { projects: [project] }) };
+  const data = expectData(await call('POST', '/v1/auth/tokens', session, body), 201, `make ${caller}`);
+  return secret(data.token as string);
+}
+
+/** The grant a narrowed token of the cell has, for the policy to judge. */
+function grantOf(f: Fixture, caller: TokenCaller): Grant {
+  const { scopes, projects } = TOKEN_GRANTS[caller];
+  return { scopes, projectIds: projects === undefined ? undefined : new Set([projects === 'here' ? f.projectId : f.elsewhereId]) };
+}
+
+/** `make`'s promise, made on the first call. */
+function once<T>(make: () => Promise<T>): () => Promise<T> {
+  let made: Promise<T> | undefined;
+  return () => (made ??= make());
+}
+
+async function authorization(f: Fixture, caller: Caller): Promise<string | undefined> {
   switch (caller) {
+    case 'allHereToken':
+      return `Bearer ${await f.allHereToken()}`;
     case 'ownerApiToken':
-      return `Bearer ${f.ownerApiToken}`;
+    case 'readToken':
+    case 'eventsWriteToken':
+    case 'insightsWriteToken':
+    case 'allElsewhereToken':
+      return `Bearer ${f[caller]}`;
     case 'noToken':
       return undefined;
     case 'malformedToken':
@@ -213,10 +305,16 @@ function authorization(f: Fixture, caller: Caller): string | undefined {
   }
 }
 
+/** What `caller` must get on `op` in the cell `f`: written in the row, or derived for a narrowed token. */
+function expectedOutcome(op: Operation, f: Fixture, caller: Caller, row: Row): Outcome {
+  if ((WRITTEN_CALLERS as readonly string[]).includes(caller)) return row.expect[caller as WrittenCaller];
+  return scopedOutcome(op, grantOf(f, caller as TokenCaller), f.projectId, row.expect.ownerApiToken);
+}
+
 /** One cell: the answer as "<status> <code>" (or the bare status on success), with what the contract's judge finds in it appended. */
 async function runCell(op: Operation, f: Fixture, caller: Caller, row: Row): Promise<string> {
   const request = await row.request(f, caller);
-  return answerOf(op, { namespace: f.namespace, ...request.params }, authorization(f, caller), request);
+  return answerOf(op, { namespace: f.namespace, ...request.params }, await authorization(f, caller), request);
 }
 
 /** Sends `op` with these path parameters and `Authorization`; the answer as `runCell` shows it. */
@@ -268,9 +366,16 @@ describe(
         nonMember: nonMember!,
         invitee: invitee!,
         spare: spare!,
-        ownerApiToken: '',
+        ownerApiToken: await apiToken(owner!.token),
+        elsewhereId: '',
+        readToken: await narrowedToken(owner!.token, 'readToken'),
+        eventsWriteToken: await narrowedToken(owner!.token, 'eventsWriteToken'),
+        insightsWriteToken: await narrowedToken(owner!.token, 'insightsWriteToken'),
+        allElsewhereToken: '',
       };
-      people.ownerApiToken = await apiToken(people.owner.token);
+      const elsewhere = await createProject(people.owner.token, { name: 'Elsewhere' });
+      people.elsewhereId = elsewhere.id;
+      people.allElsewhereToken = await narrowedToken(people.owner.token, 'allElsewhereToken', elsewhere.namespace);
       console.log(
         `      access matrix: ${Object.keys(MATRIX).length} rows × ${CALLERS.length} callers = ` +
           `${Object.keys(MATRIX).length * CALLERS.length} cells`,
@@ -286,9 +391,9 @@ describe(
     });
 
     for (const [operationId, row] of Object.entries(MATRIX)) {
-      const summary = CALLERS.map((caller) => `${caller} ${show(row.expect[caller])}`).join(', ');
-      it(`${operationId}: ${summary}`, async function () {
-        this.timeout(60_000);
+      const summary = WRITTEN_CALLERS.map((caller) => `${caller} ${show(row.expect[caller])}`).join(', ');
+      it(`${operationId}: ${summary}; narrowed tokens by x-scope`, async function () {
+        this.timeout(120_000);
         const op = operations.get(operationId);
         if (!op) expect.fail(`${operationId} is not a project-scoped operation of the served contract`);
         const actual: Record<string, string> = {};
@@ -296,7 +401,7 @@ describe(
         for (const caller of CALLERS) {
           const f = row.freshPerCaller ? await fixture(people) : (shared ??= await fixture(people));
           actual[caller] = await runCell(op, f, caller, row);
-          expected[caller] = show(row.expect[caller]);
+          expected[caller] = show(expectedOutcome(op, f, caller, row));
         }
         expect(actual, `${op.method} ${op.path}`).to.deep.equal(expected);
       });
@@ -312,8 +417,18 @@ describe(
  * an operation without a row fails the suite. Public operations (sign-up, login, the password
  * reset) have no row: they take no credential, and their own tests show one sent is ignored.
  */
-const ACCOUNT_CALLERS = ['session', 'apiToken', 'otherUserSession', 'noToken', 'malformedToken'] as const;
+const WRITTEN_ACCOUNT_CALLERS = ['session', 'apiToken', 'otherUserSession', 'noToken', 'malformedToken'] as const;
+type WrittenAccountCaller = (typeof WRITTEN_ACCOUNT_CALLERS)[number];
+/** The account's narrowed API tokens, whose answers are derived: two scopes, and `all` limited to a project of the account. */
+const ACCOUNT_TOKEN_CALLERS = ['readToken', 'eventsWriteToken', 'allLimitedToken'] as const;
+type AccountTokenCaller = (typeof ACCOUNT_TOKEN_CALLERS)[number];
+const ACCOUNT_CALLERS = [...WRITTEN_ACCOUNT_CALLERS, ...ACCOUNT_TOKEN_CALLERS] as const;
 type AccountCaller = (typeof ACCOUNT_CALLERS)[number];
+const ACCOUNT_TOKEN_SCOPES: Record<AccountTokenCaller, TokenScope[]> = {
+  readToken: ['read'],
+  eventsWriteToken: ['events:write'],
+  allLimitedToken: ['all'],
+};
 
 interface AccountFixture {
   /** The account the credentials `session` and `apiToken` belong to, and whose resources the rows name. */
@@ -325,24 +440,26 @@ interface AccountFixture {
   secondSessionId: string;
   /** A second API token of `user`, other than the calling one. */
   secondApiTokenId: string;
+  /** The narrowed token the cell calls with, if its caller is one (`allLimitedToken`: limited to a project of `user`'s). */
+  narrowed?: { token: string; grant: Grant };
 }
 
 type AccountRow = {
   /** Path parameters, query string and JSON body of a valid request, made for this caller. */
   request: (f: AccountFixture, caller: AccountCaller) => Request;
-  expect: Record<AccountCaller, Outcome>;
+  expect: Record<WrittenAccountCaller, Outcome>;
 };
 
 /** Any credential of its own account. */
-function anyCredential(ok: Outcome): Record<AccountCaller, Outcome> {
+function anyCredential(ok: Outcome): Record<WrittenAccountCaller, Outcome> {
   return { session: ok, apiToken: ok, otherUserSession: ok, ...anonymous };
 }
 /** A session only; an API token is told so. */
-function sessionOnly(ok: Outcome): Record<AccountCaller, Outcome> {
+function sessionOnly(ok: Outcome): Record<WrittenAccountCaller, Outcome> {
   return { ...anyCredential(ok), apiToken: SESSION_REQUIRED };
 }
 /** A session only, on a resource of `user`: another user's session does not find it. */
-function ownSessionOnly(ok: Outcome): Record<AccountCaller, Outcome> {
+function ownSessionOnly(ok: Outcome): Record<WrittenAccountCaller, Outcome> {
   return { ...sessionOnly(ok), otherUserSession: NOT_FOUND };
 }
 
@@ -378,9 +495,12 @@ const ACCOUNT_MATRIX: Record<string, AccountRow> = {
 };
 
 /** A fresh account per cell: most rows' success (a logout, a new password, an ended session) spends the fixture. */
-async function accountFixture(): Promise<AccountFixture> {
+async function accountFixture(caller: AccountCaller): Promise<AccountFixture> {
   const [user, other] = await Promise.all([signUp(), signUp()]);
   const [apiTokenValue] = await Promise.all([apiToken(user.token), apiToken(user.token, 'second')]);
+  const narrowed = (ACCOUNT_TOKEN_CALLERS as readonly string[]).includes(caller)
+    ? await accountToken(user.token, caller as AccountTokenCaller)
+    : undefined;
   const second = expectData(await call('POST', '/v1/auth/login', undefined, { login: user.username, password: user.password }), 201);
   secret(second.token as string);
   const tokens = expectData(await call('GET', '/v1/auth/tokens', user.token)).items as { id: string; name: string }[];
@@ -391,7 +511,17 @@ async function accountFixture(): Promise<AccountFixture> {
     other: other,
     secondSessionId: sessions.find((session) => !session.current)!.id,
     secondApiTokenId: tokens.find((token) => token.name === 'second')!.id,
+    ...(narrowed ? { narrowed } : {}),
   };
+}
+
+/** A narrowed token of the session's user, and its grant; `allLimitedToken` is limited to a new project of the user's. */
+async function accountToken(session: string, caller: AccountTokenCaller): Promise<{ token: string; grant: Grant }> {
+  const scopes = ACCOUNT_TOKEN_SCOPES[caller];
+  const project = caller === 'allLimitedToken' ? await createProject(session, { name: 'Limited to' }) : undefined;
+  const body = { name: caller, scopes, ...(project ? { projects: [project.namespace] } : {}) };
+  const data = expectData(await call('POST', '/v1/auth/tokens', session, body), 201, `make ${caller}`);
+  return { token: secret(data.token as string), grant: { scopes, projectIds: project ? new Set([project.id as string]) : undefined } };
 }
 
 function accountAuthorization(f: AccountFixture, caller: AccountCaller): string | undefined {
@@ -406,6 +536,10 @@ function accountAuthorization(f: AccountFixture, caller: AccountCaller): string 
       return undefined;
     case 'malformedToken':
       return 'Bearer not-a-token';
+    case 'readToken':
+    case 'eventsWriteToken':
+    case 'allLimitedToken':
+      return `Bearer ${f.narrowed!.token}`;
   }
 }
 
@@ -431,18 +565,20 @@ describe(
     });
 
     for (const [operationId, row] of Object.entries(ACCOUNT_MATRIX)) {
-      const summary = ACCOUNT_CALLERS.map((caller) => `${caller} ${show(row.expect[caller])}`).join(', ');
-      it(`${operationId}: ${summary}`, async function () {
-        this.timeout(60_000);
+      const summary = WRITTEN_ACCOUNT_CALLERS.map((caller) => `${caller} ${show(row.expect[caller])}`).join(', ');
+      it(`${operationId}: ${summary}; narrowed tokens by x-scope`, async function () {
+        this.timeout(120_000);
         const op = operations.get(operationId);
         if (!op) expect.fail(`${operationId} is not an operation outside a project that needs a credential`);
         const actual: Record<string, string> = {};
         const expected: Record<string, string> = {};
         for (const caller of ACCOUNT_CALLERS) {
-          const f = await accountFixture();
+          const f = await accountFixture(caller);
           const request = row.request(f, caller);
           actual[caller] = await answerOf(op, request.params ?? {}, accountAuthorization(f, caller), request);
-          expected[caller] = show(row.expect[caller]);
+          expected[caller] = show(
+            f.narrowed ? scopedOutcome(op, f.narrowed.grant, undefined, row.expect.apiToken) : row.expect[caller as WrittenAccountCaller],
+          );
         }
         expect(actual, `${op.method} ${op.path}`).to.deep.equal(expected);
       });
