@@ -16,6 +16,7 @@ import { accountCases } from './checks/accounts.js';
 import { billingCases } from './checks/billing.js';
 import { conditionalCases } from './checks/conditional.js';
 import { emailChangeCases } from './checks/email-change.js';
+import { eventQueryCases } from './checks/event-queries.js';
 import { feedCases } from './checks/feeds.js';
 import { idempotencyCases } from './checks/idempotency.js';
 import { insightCases } from './checks/insights.js';
@@ -113,6 +114,7 @@ export function buildCases(contract: ContractModel, options: { rateLimits: boole
     ...memberCases,
     ...insightCases,
     ...feedCases,
+    ...eventQueryCases,
     ...logsnagCases,
     ...billingCases(options.stripeWebhookSecret),
     ...idempotencyCases(contract),
