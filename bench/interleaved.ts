@@ -1,12 +1,13 @@
-/** The project read against its hand-written baseline in alternating rounds, with the CPU each side spent per request. */
+/** A scenario (the project read, an insight's increment) against its hand-written baseline in alternating rounds, with the CPU each side spent per request. */
 import { load, type LoadRequest } from './load.js';
 import { cpuMicros, cpuSpent, postgresPids, type Child } from './processes.js';
 import type { Results } from './report.js';
 import { median, round, say, type BenchRun } from './run.js';
 
 /**
- * The project read and its hand-written baseline in alternating rounds (baseline, service, baseline,
- * …), after both were warmed up by their scenarios: drift of a shared machine (other processes,
+ * A scenario (`what`: the project read, or an increment of one insight) and its hand-written
+ * baseline in alternating rounds (baseline, service, baseline, …), after both were warmed up by
+ * their scenarios: drift of a shared machine (other processes,
  * CPU steal) then falls on both sides of each ratio instead of on one scenario. Each round also
  * counts the CPU time per request of the process under load and of PostgreSQL (its processes on
  * this machine, which serve only the process under load during its round): a steadier figure than
@@ -17,6 +18,7 @@ export async function interleaved(
   service: Child,
   baseline: Child,
   next: () => LoadRequest,
+  what = 'Project read',
 ): Promise<Results['interleaved']> {
   const { seconds, connections } = run;
   const rounds: NonNullable<Results['interleaved']>['rounds'] = [];
@@ -58,7 +60,7 @@ export async function interleaved(
   };
   const cpu = result.cpuMicrosMedian;
   say(
-    `Project read vs baseline, interleaved: ${rounds.map((r) => `${r.rps}× (p99 ${r.p99}×)`).join(', ')}; median ${result.medianRps}×, p99 ${result.medianP99}×`,
+    `${what} vs baseline, interleaved: ${rounds.map((r) => `${r.rps}× (p99 ${r.p99}×)`).join(', ')}; median ${result.medianRps}×, p99 ${result.medianP99}×`,
   );
   say(
     `  CPU per request (medians): baseline ${cpu.baseline.node} µs in node + ${cpu.baseline.postgres} µs in PostgreSQL; service ${cpu.service.node} + ${cpu.service.postgres} µs`,

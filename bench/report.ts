@@ -76,6 +76,8 @@ export interface Results {
     /** CPU µs per request, medians over the rounds (absent from runs before it was measured). */
     cpuMicrosMedian?: Record<'baseline' | 'service', CpuPerRequest>;
   };
+  /** The same for increments of one insight against the hand-written increment (absent from runs before it was measured). */
+  incrementInterleaved?: Results['interleaved'];
   routing?: RoutingResult[];
   activityDepth?: {
     small: { records: number; depth: number; p50: number; rps: number };
@@ -152,6 +154,12 @@ export function markdown(results: Results): string {
     const r = results.interleaved;
     lines.push(
       `- **Project read against the Koa + pg baseline, interleaved** (${r.rounds.length} rounds of ${r.seconds} s each, baseline then service, so that a shared machine's drift falls on both): requests/s ratio ${r.rounds.map((x) => `${x.rps.toFixed(2)}×`).join(', ')}, median **${r.medianRps.toFixed(2)}×** (target ≥ 0.8×); p99 ratio ${r.rounds.map((x) => `${x.p99.toFixed(2)}×`).join(', ')}, median **${r.medianP99.toFixed(2)}×** (target ≤ 1.25×).${r.cpuMicrosMedian ? ` CPU per request, medians: baseline ${r.cpuMicrosMedian.baseline.node} µs in its process + ${r.cpuMicrosMedian.baseline.postgres} µs in PostgreSQL; service ${r.cpuMicrosMedian.service.node} + ${r.cpuMicrosMedian.service.postgres} µs.` : ''}`,
+    );
+  }
+  if (results.incrementInterleaved) {
+    const r = results.incrementInterleaved;
+    lines.push(
+      `- **Increments of one insight against the hand-written increment, interleaved** (${r.rounds.length} rounds of ${r.seconds} s each, baseline then service, ${results.options.connections} connections on one insight): requests/s ratio ${r.rounds.map((x) => `${x.rps.toFixed(2)}×`).join(', ')}, median **${r.medianRps.toFixed(2)}×** (target ≥ 0.8×); p99 ratio ${r.rounds.map((x) => `${x.p99.toFixed(2)}×`).join(', ')}, median **${r.medianP99.toFixed(2)}×** (target ≤ 1.5×).${r.cpuMicrosMedian ? ` CPU per request, medians: baseline ${r.cpuMicrosMedian.baseline.node} µs in its process + ${r.cpuMicrosMedian.baseline.postgres} µs in PostgreSQL; service ${r.cpuMicrosMedian.service.node} + ${r.cpuMicrosMedian.service.postgres} µs.` : ''}`,
     );
   }
   if (results.signupBurst) {

@@ -335,9 +335,10 @@ async function main(): Promise<void> {
         201,
       );
     }
-    // Increments of one insight, by all 20 members at once: the service's PATCH against a
-    // hand-written `update … set value = value + 1` on the same row.
-    if (wanted('insight-increment') || wanted('baseline-increment')) {
+    // Increments of one insight, by all 20 members at once over 50 connections: the service's PATCH
+    // against a hand-written `update … set value = value + 1` on the same row (also interleaved, below).
+    let increment: (() => LoadRequest) | undefined;
+    if (wanted('insight-increment') || wanted('baseline-increment') || wanted('insight-increment-interleaved')) {
       const token = cycle(memberTokens);
       const insights = await json<{ data: { items: { id: string; value: unknown }[] } }>(
         `${a.url}/v1/projects/${largest}/insights?limit=100`,
@@ -346,7 +347,7 @@ async function main(): Promise<void> {
         token(),
       );
       const numeric = insights.data.items.find((insight) => typeof insight.value === 'number')!;
-      const increment = (): LoadRequest => ({
+      increment = (): LoadRequest => ({
         method: 'PATCH',
         path: `/v1/projects/${largest}/insights/${numeric.id}`,
         headers: { authorization: `Bearer ${token()}` },
@@ -402,6 +403,8 @@ async function main(): Promise<void> {
     }
 
     if (wanted('project-read-interleaved')) results.interleaved = await interleaved(measurement, a, handWritten, projectRead);
+    if (increment && wanted('insight-increment-interleaved'))
+      results.incrementInterleaved = await interleaved(measurement, a, handWritten, increment, 'Increment of one insight');
     if (wanted('stream'))
       results.stream = await streamLatency(measurement, a, env, fixture, await login(fixture.stream.members[0]!), children);
     if (wanted('signup-burst')) results.signupBurst = await signupBurst(measurement, a, fixture);

@@ -12,7 +12,7 @@ export function sqlStateOf(error: unknown): string | undefined {
   return typeof code === 'string' && (error instanceof DriverException || error instanceof pg.DatabaseError) ? code : undefined;
 }
 
-/** A write that refers to a row deleted meanwhile (a foreign key no longer satisfied). */
+/** A write that refers to a row deleted meanwhile (a foreign key no longer satisfied), by the unit of work or a raw.ts statement. */
 export function isMissingReference(error: unknown): boolean {
-  return error instanceof ForeignKeyConstraintViolationException;
+  return error instanceof ForeignKeyConstraintViolationException || sqlStateOf(error) === '23503';
 }

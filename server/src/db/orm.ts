@@ -30,6 +30,20 @@ export function unitOfWork(orm: MikroORM): EntityManager {
   return orm.em.fork();
 }
 
+const databaseKeys = new WeakMap<object, string>();
+let databaseCount = 0;
+
+/**
+ * A name for the database `em` works on, the same for every fork of one ORM: it keeps apart what a
+ * module holds per database (the groups of writes of domain/group-commit.ts) when one process runs
+ * several servers, as the tests do.
+ */
+export function databaseKey(em: EntityManager): string {
+  let key = databaseKeys.get(em.config);
+  if (key === undefined) databaseKeys.set(em.config, (key = `db${++databaseCount}`));
+  return key;
+}
+
 /**
  * How much longer than the server's `statement_timeout` the client waits for an answer. Past the
  * server's own bound only a server that does not answer at all (stalled, or cut off by the network)

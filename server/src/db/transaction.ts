@@ -74,10 +74,25 @@ function isCollision(error: unknown): boolean {
  * second run would repeat. Nested in another transaction, it is not retried on its own: the
  * outermost transaction is.
  */
-export async function transaction<T>(em: EntityManager, work: (tx: EntityManager) => Promise<T>): Promise<T> {
+export function transaction<T>(em: EntityManager, work: (tx: EntityManager) => Promise<T>): Promise<T> {
+  return retried(em, () => em.transactional(work));
+}
+
+/**
+ * Runs `statement`, a write that is one statement and so a transaction of its own (no BEGIN and
+ * COMMIT around it: one round trip), with `transaction`'s retry. The statement takes its locks in
+ * the order above itself; PostgreSQL rolled the whole of it back when it aborted it, so running it
+ * again applies nothing twice. `em` must not be in a transaction.
+ */
+export function ownTransaction<T>(em: EntityManager, statement: (em: EntityManager) => Promise<T>): Promise<T> {
+  if (em.isInTransaction()) throw new Error('a statement that is a transaction of its own runs outside any other');
+  return retried(em, () => statement(em));
+}
+
+async function retried<T>(em: EntityManager, run: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await em.transactional(work);
+      return await run();
     } catch (error) {
       if (!isCollision(error) || em.isInTransaction()) throw error;
       if (attempt === ATTEMPTS) throw new Unavailable('The change kept colliding with concurrent changes; retry it.', 1);

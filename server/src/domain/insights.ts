@@ -1,23 +1,37 @@
-/** Insights: named figures a project keeps an eye on. An increment is one atomic update in the database. */
+/**
+ * Insights: named figures a project keeps an eye on. An increment is an atomic update in the
+ * database; concurrent increments of one insight are stored in groups (`incrementInsightBy`).
+ */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { components } from '../../../spec/generated/openapi.js';
 import type { Insight, Project, User } from '../db/entities.js';
+import { sqlStateOf } from '../db/errors.js';
+import { databaseKey } from '../db/orm.js';
 import type { PageRequest } from '../db/page.js';
 import {
   countInsights,
   deleteInsightRow,
+  incrementInsightGroup,
   incrementInsightValue,
   insertInsight,
   insightExists,
   insightPage,
+  insightValueType,
   updateInsightFields,
+  type InsightView,
 } from '../db/repositories/insights.js';
-import { lockProject, transaction } from '../db/transaction.js';
-import { InvalidRequest, NotFound } from '../errors.js';
+import { lockProject, ownTransaction, transaction } from '../db/transaction.js';
+import { InvalidRequest, NotFound, projectNotFound } from '../errors.js';
+import type { ProjectAccess } from './access.js';
 import { recordActivity } from './activity.js';
+import type { Caller } from './credentials.js';
+import { GroupCommit, type Outcome } from './group-commit.js';
 import { refuseAtCap, type Limits } from './limits.js';
 
+export type { InsightView };
+
 const insightNotFound = () => new NotFound('No insight with this id in this project.');
+const notANumber = () => InvalidRequest.field('/body/increment', 'applies only to an insight whose value is a number');
 
 /** `POST /v1/projects/{namespace}/insights`'s body. */
 export type InsightInput = components['schemas']['CreateInsightRequest'];
@@ -45,8 +59,29 @@ export async function insightsOf(em: EntityManager, project: Project, page: Page
 }
 
 /**
+ * `PATCH …/insights/{insight_id}`: an increment alone goes with its insight's next group
+ * (`incrementInsightBy`, which needs neither the caller's nor the project's entity); anything else
+ * is `editInsight`.
+ */
+export function changeInsight(
+  em: EntityManager,
+  caller: Caller,
+  access: ProjectAccess,
+  id: string,
+  changes: InsightChanges,
+): Promise<InsightView> {
+  const { title, value, emoji, increment, ...unhandled } = changes;
+  const _everyField: Record<string, never> = unhandled;
+  if (increment !== undefined && title === undefined && value === undefined && emoji === undefined) {
+    return incrementInsightBy(em, { id: caller.userId }, { id: access.projectId }, id, increment);
+  }
+  return editInsight(em, caller.user, access.project, id, changes);
+}
+
+/**
  * Applies the changes in one transaction. `increment` is added by the database in a single
- * statement, so concurrent increments serialise on the row and none is lost.
+ * statement, so concurrent increments serialise on the row and none is lost. `em` may be in a
+ * transaction already (the changes are then part of it).
  */
 export async function editInsight(em: EntityManager, actor: User, project: Project, id: string, changes: InsightChanges): Promise<Insight> {
   const { title, value, emoji, increment, ...unhandled } = changes;
@@ -60,7 +95,7 @@ export async function editInsight(em: EntityManager, actor: User, project: Proje
       const incremented = await incrementInsightValue(tx, project.id, id, increment);
       if (!incremented) {
         if (!(await insightExists(tx, project.id, id))) throw insightNotFound();
-        throw InvalidRequest.field('/body/increment', 'applies only to an insight whose value is a number');
+        throw notANumber();
       }
     }
     const insight = await updateInsightFields(tx, project.id, id, { title, value, emoji });
@@ -82,4 +117,77 @@ export async function removeInsight(em: EntityManager, actor: User, project: Pro
     if (title === undefined) throw insightNotFound();
     recordActivity(tx, project, actor, 'insight.deleted', { insight_id: id, title });
   });
+}
+
+/** One request's increment, waiting for its insight's group. */
+interface PendingIncrement {
+  em: EntityManager;
+  projectId: string;
+  insightId: string;
+  by: number;
+  actorId: string | null;
+}
+
+/** A bound on one group's statement (its arrays) and on what one transaction holds. */
+const MAX_GROUP_INCREMENTS = 1_000;
+
+/**
+ * Increments of one insight (per database, project and insight id, in this process) stored in groups
+ * (group-commit.ts): the first is stored at once; those arriving meanwhile go together, in arrival
+ * order, as the next group, in one statement that is its own transaction (repositories/insights.ts
+ * `incrementInsightGroup`). Instances sharing a database need no turn-taking: the statement adds
+ * the group's sum to the value as the row holds it.
+ */
+const increments = new GroupCommit<PendingIncrement, InsightView>(storeIncrements, () => 1, MAX_GROUP_INCREMENTS);
+
+/**
+ * Adds `by` (a finite number, the contract's `increment`) to the insight's numeric value and records
+ * `insight.updated` (`fields: ["increment"]`) by `actor`, as `PATCH …/insights/{insight_id}` with
+ * `{ "increment": by }` does. Concurrent increments of one insight are stored together (see
+ * `increments`); each answers the insight with the value it made, as if the increments had run one
+ * after another in arrival order. 404 when the project (`projectNotFound`) or the insight is gone,
+ * 400 at `/body/increment` when the value is not a number. `em` must not be in a transaction: the
+ * group is a transaction of its own.
+ */
+export function incrementInsightBy(
+  em: EntityManager,
+  actor: Pick<User, 'id'> | null,
+  project: Pick<Project, 'id'>,
+  insightId: string,
+  by: number,
+): Promise<InsightView> {
+  const key = `${databaseKey(em)}/${project.id}/${insightId}`;
+  return increments.submit(key, { em, projectId: project.id, insightId, by, actorId: actor?.id ?? null });
+}
+
+/**
+ * Stores one group (one insight of one project, in arrival order), answering each increment. When
+ * nothing was changed, every increment of the group gets the same refusal: the project or the
+ * insight is gone, or the value is not a number. When the database refused the statement (an
+ * actor's account deleted meanwhile, say), nothing of it was stored: the error goes to GroupCommit,
+ * which stores each increment again on its own, so the failure stays with its cause. Any other
+ * failure (a lost connection: the statement may have committed) is every increment's, never
+ * stored again.
+ */
+async function storeIncrements(group: PendingIncrement[]): Promise<Outcome<InsightView>[]> {
+  const { em, projectId, insightId } = group[0]!;
+  let result;
+  try {
+    result = await ownTransaction(em, (statement) =>
+      incrementInsightGroup(statement, projectId, insightId, group, {
+        type: 'insight.updated',
+        data: { insight_id: insightId, fields: ['increment'] },
+      }),
+    );
+  } catch (error) {
+    if (sqlStateOf(error) !== undefined) throw error;
+    return group.map(() => ({ ok: false, error }));
+  }
+  if (result.applied) {
+    const { insight, values } = result;
+    return values.map((value) => ({ ok: true, value: { ...insight, value } }));
+  }
+  let refusal = projectNotFound;
+  if (result.projectFound) refusal = (await insightValueType(em, projectId, insightId)) === undefined ? insightNotFound : notANumber;
+  return group.map(() => ({ ok: false, error: refusal() }));
 }

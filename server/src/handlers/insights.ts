@@ -1,6 +1,6 @@
 import type { Handler } from '../http/handler-types.js';
 import { projectAccess } from '../domain/access.js';
-import { addInsight, editInsight, insightsOf, removeInsight } from '../domain/insights.js';
+import { addInsight, changeInsight, insightsOf, removeInsight } from '../domain/insights.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
 import { presentInsight } from '../presenters/project.js';
 
@@ -16,8 +16,8 @@ export const listInsights: Handler<'listInsights'> = async ({ params, query, cal
 };
 
 export const updateInsight: Handler<'updateInsight'> = async ({ params, body, caller, em }) => {
-  const { project } = await projectAccess(em, caller, params.namespace, 'insight.update');
-  return { status: 200, data: presentInsight(await editInsight(em, caller.user, project, params.insight_id, body)) };
+  const access = await projectAccess(em, caller, params.namespace, 'insight.update');
+  return { status: 200, data: presentInsight(await changeInsight(em, caller, access, params.insight_id, body)) };
 };
 
 export const deleteInsight: Handler<'deleteInsight'> = async ({ params, caller, em }) => {

@@ -66,7 +66,7 @@ function invitedBy(invite: ProjectInvite, icons: IconUrls): Schemas['Member'] | 
   return invite.invitedBy ? presentMember(invite.invitedBy, icons) : null;
 }
 
-export function presentInsight(insight: Insight): Schemas['Insight'] {
+export function presentInsight(insight: Pick<Insight, 'id' | 'title' | 'value' | 'emoji' | 'createdAt' | 'updatedAt'>): Schemas['Insight'] {
   return {
     id: insight.id,
     title: insight.title,
