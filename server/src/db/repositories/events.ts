@@ -132,21 +132,13 @@ export async function latestEventId(em: EntityManager, projectId: string): Promi
   return latest?.id;
 }
 
-export interface NewEvent {
-  id: string;
-  feedId: string;
-  event: string;
-  description: string | null;
-  emoji: string | null;
-  tags: Record<string, TagValue>;
-  userId: string | null;
-  notify: boolean;
-  timestamp: Date;
-}
+/** An event to insert: its fields, with its feed by id; the insert sets when it was stored. */
+export type NewEvent = Omit<EventRow, 'feed' | 'createdAt'> & { feedId: string };
 
 // One statement, so one round trip whatever it keeps up: the events (the columns as arrays, one
 // text whatever the count, so it is prepared once), then from the rows inserted, the feeds' counts
-// per minute and per quarter hour of the events' timestamps, and the end users' first and last
+// per minute, quarter hour, hour and UTC day of the events' timestamps (what a chart's buckets sum:
+// db/repositories/event-counts.ts), and the end users' first and last
 // events and number of events. The counts are written with the events, in their transaction: no
 // crash or race can leave one without the other.
 const INSERT_EVENTS = `with inserted as (
@@ -158,7 +150,7 @@ const INSERT_EVENTS = `with inserted as (
   ), counted as (
     insert into event_counts as c (project_id, span, start, feed_id, count)
     select i.project_id, s.span, to_timestamp(floor(extract(epoch from i.timestamp) / s.span) * s.span), i.feed_id, count(*)
-    from inserted i cross join (values (60), (900)) as s(span)
+    from inserted i cross join (values (60), (900), (3600), (86400)) as s(span)
     group by 1, 2, 3, 4
     on conflict (project_id, span, start, feed_id) do update set count = c.count + excluded.count
   ), seen as (
