@@ -104,8 +104,8 @@ if (mode === 'bare' || mode === 'headers') {
     const {
       rows: [event],
     } = await pool.query<{ id: string; event: string; description: string | null; emoji: string | null; tags: unknown; timestamp: Date }>(
-      // The event, and in the same statement what the service keeps with it: its counts per minute
-      // and quarter hour, and its end user's first and last event and number of events.
+      // The event, and in the same statement what the service keeps with it: its counts per minute,
+      // quarter hour, hour and UTC day, and its end user's first and last event and number of events.
       `with inserted as (
          insert into events (id, project_id, feed_id, event, description, emoji, tags, user_id, notify, timestamp, created_at)
          values ($1, $2, $3, $4, $5, $6, $7, $9, $10, $8, $8)
@@ -113,7 +113,7 @@ if (mode === 'bare' || mode === 'headers') {
        ), counted as (
          insert into event_counts as c (project_id, span, start, feed_id, count)
          select i.project_id, s.span, to_timestamp(floor(extract(epoch from i.timestamp) / s.span) * s.span), i.feed_id, 1
-         from inserted i cross join (values (60), (900)) as s(span)
+         from inserted i cross join (values (60), (900), (3600), (86400)) as s(span)
          on conflict (project_id, span, start, feed_id) do update set count = c.count + 1
        ), seen as (
          insert into end_users as u (project_id, user_id, first_seen, last_seen, event_count)
