@@ -47,12 +47,14 @@ function sortedKeys(_key: string, value: unknown): unknown {
 
 /**
  * What makes two requests the same: SHA-256 of the method, the path as sent (without the query;
- * it cannot hold a line break) and the body as parsed, serialised with its keys sorted. So what a
+ * it cannot hold a line break or a space) and the body as parsed, serialised with its keys sorted. So what a
  * request asks for counts, not how it was spelt: white space, key order, escapes, number spellings
  * (`1.0`, `1`) and a content coding make no other request; any other change of a value does.
+ * `credential`: the request of a token limited to projects is another request than the same one of
+ * its user's other credentials (see `KeyedRequest`).
  */
-export function fingerprint(method: string, path: string, body: unknown): string {
-  const hash = createHash('sha256').update(`${method} ${path}\n`);
+export function fingerprint(method: string, path: string, body: unknown, credential?: string): string {
+  const hash = createHash('sha256').update(`${method} ${path}${credential === undefined ? '' : ` ${credential}`}\n`);
   if (body !== undefined) hash.update(JSON.stringify(body, sortedKeys));
   return hash.digest('hex');
 }
@@ -64,12 +66,21 @@ export interface KeyedRequest {
   /** The body as parsed (undefined when there is none). */
   body: unknown;
   leaseMs: number;
+  /**
+   * The id of the credential when it is an API token limited to projects. A replay skips the
+   * handler, and with it the check that the project is one the token reaches: so such a token
+   * replays only answers it recorded itself, and its user's other credentials' keys are 422 to it.
+   */
+  limitedCredential?: string | undefined;
 }
 
 /** Runs `work` once for the request's key: see the top of this file. */
-export async function onceForKey({ ctx, em, scope, body, leaseMs }: KeyedRequest, work: () => Promise<Reply>): Promise<Reply> {
+export async function onceForKey(
+  { ctx, em, scope, body, leaseMs, limitedCredential }: KeyedRequest,
+  work: () => Promise<Reply>,
+): Promise<Reply> {
   const claim = randomUUID();
-  const recalled = await claimOrRecall(em, scope, fingerprint(ctx.method, ctx.path, body), claim, leaseMs);
+  const recalled = await claimOrRecall(em, scope, fingerprint(ctx.method, ctx.path, body, limitedCredential), claim, leaseMs);
   if (recalled) {
     ctx.set('Idempotent-Replayed', 'true');
     return replay(recalled);
