@@ -26,6 +26,7 @@
 // says so) and the database drivers are refused in import() too.
 import js from '@eslint/js';
 import { defineConfig } from 'eslint/config';
+import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 const SQL_HOME = 'SQL lives in server/src/db/: call a repository of server/src/db/repositories from the domain, or a domain function.';
@@ -221,6 +222,13 @@ export default defineConfig(
   },
   { name: 'signalboard/js', files: ['**/*.js'], extends: [tseslint.configs.disableTypeChecked] },
   { name: 'signalboard/json-answers', files: ['tests/**/*.ts', 'tools/src/conformance/**/*.ts'], rules: JSON_ANSWERS_AS_ANY },
+  {
+    // The web console runs in browsers (its own tsconfig.json: DOM types, Preact's JSX); its build config runs in Node.
+    name: 'signalboard/console',
+    files: ['console/**/*.{ts,tsx}'],
+    languageOptions: { globals: { ...globals.browser } },
+  },
+  { name: 'signalboard/console-build', files: ['console/vite.config.ts'], languageOptions: { globals: { ...globals.node } } },
   {
     name: 'signalboard/tests',
     files: ['tests/**/*.ts'],

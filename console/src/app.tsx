@@ -1,0 +1,123 @@
+/**
+ * The shell: the query cache, the router, the header and the routes. Pages are loaded lazily, each
+ * in its own chunk, so the first page carries only the shell and the page it shows.
+ */
+import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
+import type { ComponentChildren } from 'preact';
+import { lazy, Suspense } from 'preact/compat';
+import { Link, Redirect, Route, Switch, useLocation } from 'wouter-preact';
+import { statusOf } from './api.ts';
+import { useMe, useSignOut } from './session.ts';
+import { Loading } from './ui.tsx';
+
+const queryClient = new QueryClient({
+  defaultOptions: {
+    queries: {
+      staleTime: 10_000,
+      // The SDK already retries what is safe to retry; a refusal (4xx) is final.
+      retry: (failures, error) => failures < 1 && statusOf(error) >= 500,
+      refetchOnWindowFocus: true,
+    },
+  },
+});
+
+const Login = lazy(() => import('./pages/login.tsx'));
+const Signup = lazy(() => import('./pages/signup.tsx'));
+const ResetPassword = lazy(() => import('./pages/reset-password.tsx'));
+const Projects = lazy(() => import('./pages/projects.tsx'));
+const ProjectPages = lazy(() => import('./pages/project.tsx'));
+const Account = lazy(() => import('./pages/account.tsx'));
+
+export function App() {
+  return (
+    <QueryClientProvider client={queryClient}>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <Header />
+      <main id="main" tabIndex={-1}>
+        <Suspense fallback={<Loading />}>
+          <Switch>
+            <Route path="/login" component={Login} />
+            <Route path="/signup" component={Signup} />
+            <Route path="/reset-password" component={ResetPassword} />
+            <Route path="/">
+              <Signed>
+                <Redirect to="/projects" replace />
+              </Signed>
+            </Route>
+            <Route path="/projects">
+              <Signed>
+                <Projects />
+              </Signed>
+            </Route>
+            <Route path="/projects/:namespace" nest>
+              {(params) => (
+                <Signed>
+                  <ProjectPages namespace={params.namespace} />
+                </Signed>
+              )}
+            </Route>
+            <Route path="/account">
+              <Signed>
+                <Account />
+              </Signed>
+            </Route>
+            <Route>
+              <NotFound />
+            </Route>
+          </Switch>
+        </Suspense>
+      </main>
+    </QueryClientProvider>
+  );
+}
+
+/** Its children for a signed-in person; the login page (coming back here after) for anyone else. */
+function Signed({ children }: { children: ComponentChildren }) {
+  const { user, error, isLoading } = useMe();
+  const [location] = useLocation();
+  if (isLoading) return <Loading />;
+  if (error) return <p role="alert">{error instanceof Error ? error.message : 'The service did not answer.'}</p>;
+  if (!user) return <Redirect to={`/login?next=${encodeURIComponent(location + window.location.search)}`} replace />;
+  return <>{children}</>;
+}
+
+function Header() {
+  const { user } = useMe();
+  const signOut = useSignOut();
+  const [, navigate] = useLocation();
+  return (
+    <header class="top">
+      <Link href={user ? '/projects' : '/login'} class="brand">
+        <span aria-hidden="true">📡</span> Signalboard
+      </Link>
+      {user && (
+        <nav aria-label="Main">
+          <Link href="/projects">Projects</Link>
+          <Link href="/account">Account</Link>
+          <button
+            type="button"
+            class="link-button"
+            onClick={() => {
+              void signOut().then(() => navigate('/login'));
+            }}
+          >
+            Log out
+          </button>
+        </nav>
+      )}
+    </header>
+  );
+}
+
+function NotFound() {
+  return (
+    <section>
+      <h1>Not found</h1>
+      <p>
+        Nothing here. <Link href="/projects">Your projects</Link>.
+      </p>
+    </section>
+  );
+}

@@ -1,0 +1,53 @@
+/** /projects/{namespace}/activity: who changed what in the project, newest first, a page at a time. */
+import { useInfiniteQuery } from '@tanstack/react-query';
+import { sb } from '../../api.ts';
+import { ago, formatTime } from '../../format.ts';
+import { Empty, ErrorNote, Loading, PageTitle } from '../../ui.tsx';
+import type { ProjectPageProps } from '../project.tsx';
+
+export default function Activity({ project }: ProjectPageProps) {
+  const activity = useInfiniteQuery({
+    queryKey: ['activity', project.namespace],
+    queryFn: ({ pageParam }) => sb.activity.list(project.namespace, { limit: 50, ...(pageParam ? { cursor: pageParam } : {}) }).page(),
+    initialPageParam: undefined as string | undefined,
+    getNextPageParam: (page) => page.next_cursor ?? undefined,
+  });
+  const entries = activity.data?.pages.flatMap((page) => page.items) ?? [];
+  return (
+    <section>
+      <PageTitle title={`${project.name}: activity`}>Activity</PageTitle>
+      <ErrorNote error={activity.error} />
+      {activity.isLoading ? (
+        <Loading what="Loading activity" />
+      ) : entries.length === 0 ? (
+        <Empty>Nothing has happened in this project yet.</Empty>
+      ) : (
+        <ol class="rows activity">
+          {entries.map((entry) => (
+            <li key={entry.id} class="row">
+              <span class="grow">
+                <strong>{entry.actor?.username ?? 'system'}</strong> <code>{entry.type}</code>
+                <span class="muted"> {describe(entry.data)}</span>
+              </span>
+              <time class="muted" dateTime={entry.created_at} title={formatTime(entry.created_at)}>
+                {ago(entry.created_at)}
+              </time>
+            </li>
+          ))}
+        </ol>
+      )}
+      {activity.hasNextPage && (
+        <button type="button" disabled={activity.isFetchingNextPage} onClick={() => void activity.fetchNextPage()}>
+          {activity.isFetchingNextPage ? 'Loading…' : 'Load more'}
+        </button>
+      )}
+    </section>
+  );
+}
+
+/** The entry's data as `key: value` text. */
+function describe(data: Record<string, unknown>): string {
+  return Object.entries(data)
+    .map(([key, value]) => `${key}: ${typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value)}`)
+    .join(', ');
+}

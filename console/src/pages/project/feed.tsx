@@ -1,0 +1,178 @@
+/**
+ * /projects/{namespace}: the live feed. History comes a page at a time from `events.list` (the
+ * query cache, "Load more" follows the cursor); new events arrive on the live stream, are filtered
+ * here as the service would, and go on top. Only the rows in view are rendered.
+ */
+import { useInfiniteQuery } from '@tanstack/react-query';
+import { useMemo, useState } from 'preact/hooks';
+import { useSearchParams } from 'wouter-preact';
+import { sb, type Event } from '../../api.ts';
+import { Empty, ErrorNote, Field, Form, Loading, PageTitle } from '../../ui.tsx';
+import type { ProjectPageProps } from '../project.tsx';
+import { EventList } from './event-list.tsx';
+import { matches, useLiveEvents, type Filters } from './live.ts';
+import { useNotifications } from './notify.tsx';
+
+const PAGE = 50;
+
+export default function FeedPage({ project }: ProjectPageProps) {
+  const [params, setParams] = useSearchParams();
+  const filters: Filters = {
+    feed: params.get('feed') || undefined,
+    tag: params.getAll('tag').filter(Boolean),
+    user_id: params.get('user_id') || undefined,
+    q: params.get('q') || undefined,
+  };
+  const filterKey = JSON.stringify(filters);
+  const history = useInfiniteQuery({
+    queryKey: ['events', project.namespace, filterKey],
+    queryFn: ({ pageParam }) =>
+      sb.events
+        .list(project.namespace, {
+          limit: PAGE,
+          ...(filters.feed ? { feed: filters.feed } : {}),
+          ...(filters.tag.length ? { tag: filters.tag } : {}),
+          ...(filters.user_id ? { user_id: filters.user_id } : {}),
+          ...(filters.q ? { q: filters.q } : {}),
+          ...(pageParam ? { cursor: pageParam } : {}),
+        })
+        .page(),
+    initialPageParam: undefined as string | undefined,
+    getNextPageParam: (page) => page.next_cursor ?? undefined,
+    staleTime: Infinity, // the live stream keeps it current
+  });
+  const notifications = useNotifications();
+  const live = useLiveEvents(project.namespace, notifications.tell);
+
+  const events = useMemo(() => {
+    const seen = new Set<string>();
+    const list: Event[] = [];
+    for (const event of live.events) {
+      if (!seen.has(event.id) && matches(event, filters)) {
+        seen.add(event.id);
+        list.push(event);
+      }
+    }
+    for (const page of history.data?.pages ?? [])
+      for (const event of page.items)
+        if (!seen.has(event.id)) {
+          seen.add(event.id);
+          list.push(event);
+        }
+    return list;
+  }, [live.events, history.data, filterKey]);
+
+  return (
+    <section>
+      <PageTitle title={`${project.name}: live feed`}>Live feed</PageTitle>
+      <FilterForm
+        project={project}
+        filters={filters}
+        onApply={(next) => {
+          const search = new URLSearchParams();
+          if (next.feed) search.set('feed', next.feed);
+          for (const tag of next.tag) search.append('tag', tag);
+          if (next.user_id) search.set('user_id', next.user_id);
+          if (next.q) search.set('q', next.q);
+          setParams(search);
+        }}
+      />
+      <div class="live-bar">
+        <p class={`live-status ${live.status}`} role="status">
+          {live.status === 'live'
+            ? 'Live: new events appear at the top.'
+            : live.status === 'connecting'
+              ? 'Connecting to the live stream…'
+              : live.status === 'reconnecting'
+                ? 'Connection lost: reconnecting…'
+                : 'The live stream stopped.'}
+        </p>
+        {notifications.control}
+      </div>
+      {live.problem && (
+        <p class="error" role="alert">
+          {live.problem}
+        </p>
+      )}
+      <ErrorNote error={history.error} />
+      {history.isLoading ? (
+        <Loading what="Loading events" />
+      ) : events.length === 0 ? (
+        <Empty>
+          {filterKey === JSON.stringify({ tag: [] })
+            ? 'No events yet. Publish one with an API token (see API tokens) and it appears here at once.'
+            : 'No events match these filters.'}
+        </Empty>
+      ) : (
+        <EventList events={events} />
+      )}
+      {history.hasNextPage && (
+        <button type="button" class="load-more" disabled={history.isFetchingNextPage} onClick={() => void history.fetchNextPage()}>
+          {history.isFetchingNextPage ? 'Loading…' : 'Load more'}
+        </button>
+      )}
+    </section>
+  );
+}
+
+function FilterForm({ project, filters, onApply }: ProjectPageProps & { filters: Filters; onApply: (filters: Filters) => void }) {
+  const [feed, setFeed] = useState(filters.feed ?? '');
+  const [tag, setTag] = useState(filters.tag.join(' '));
+  const [user, setUser] = useState(filters.user_id ?? '');
+  const [q, setQ] = useState(filters.q ?? '');
+  const apply = (feedName = feed) =>
+    onApply({
+      feed: feedName || undefined,
+      tag: tag.split(/\s+/).filter(Boolean),
+      user_id: user.trim() || undefined,
+      q: q.trim() || undefined,
+    });
+  return (
+    <Form onSubmit={() => apply()} label="Filter events" class="filters">
+      <div class="field">
+        <label for="filter-feed">Feed</label>
+        <select
+          id="filter-feed"
+          value={feed}
+          onChange={(e) => {
+            setFeed(e.currentTarget.value);
+            apply(e.currentTarget.value);
+          }}
+        >
+          <option value="">All feeds</option>
+          {project.feeds.map((f) => (
+            <option key={f.id} value={f.name}>
+              {f.emoji ? `${f.emoji} ` : ''}
+              {f.name}
+            </option>
+          ))}
+        </select>
+      </div>
+      <Field
+        label="Tag"
+        value={tag}
+        onValue={setTag}
+        placeholder="plan:pro"
+        hint="key:value; several, separated by spaces, must all match."
+      />
+      <Field label="User (user_id)" value={user} onValue={setUser} maxLength={160} />
+      <Field label="Search" type="search" value={q} onValue={setQ} maxLength={200} hint="Whole words, in the title or description." />
+      <div class="filter-buttons">
+        <button type="submit">Filter</button>
+        <button
+          type="button"
+          class="secondary"
+          onClick={() => {
+            setFeed('');
+            setTag('');
+            setUser('');
+            setQ('');
+            onApply({ tag: [] });
+          }}
+        >
+          Clear
+        </button>
+      </div>
+    </Form>
+  );
+}

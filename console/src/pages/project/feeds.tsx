@@ -1,0 +1,128 @@
+/** /projects/{namespace}/feeds: the project's feeds; create, edit and delete them. */
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'preact/hooks';
+import { sb, type Feed } from '../../api.ts';
+import { ErrorNote, Field, Form, PageTitle } from '../../ui.tsx';
+import { projectKey, type ProjectPageProps } from '../project.tsx';
+
+export default function Feeds({ project }: ProjectPageProps) {
+  return (
+    <section>
+      <PageTitle title={`${project.name}: feeds`}>Feeds</PageTitle>
+      <p class="muted">Events are published to a feed: `events.publish('{project.namespace}', 'feed-name', …)`.</p>
+      <ul class="rows" aria-label="Feeds">
+        {project.feeds.map((feed) => (
+          <FeedRow key={feed.id} namespace={project.namespace} feed={feed} />
+        ))}
+      </ul>
+      <CreateFeed namespace={project.namespace} />
+    </section>
+  );
+}
+
+function useRefreshProject(namespace: string) {
+  const client = useQueryClient();
+  return () => client.invalidateQueries({ queryKey: projectKey(namespace) });
+}
+
+function FeedRow({ namespace, feed }: { namespace: string; feed: Feed }) {
+  const [editing, setEditing] = useState(false);
+  const [name, setName] = useState(feed.name);
+  const [description, setDescription] = useState(feed.description ?? '');
+  const [emoji, setEmoji] = useState(feed.emoji ?? '');
+  const refresh = useRefreshProject(namespace);
+  const update = useMutation({
+    mutationFn: () =>
+      sb.feeds.update(namespace, feed.name, {
+        ...(name !== feed.name ? { name } : {}),
+        description: description || null,
+        emoji: emoji || null,
+      }),
+    onSuccess: async () => {
+      await refresh();
+      setEditing(false);
+    },
+  });
+  const remove = useMutation({ mutationFn: () => sb.feeds.delete(namespace, feed.name), onSuccess: refresh });
+  if (editing)
+    return (
+      <li class="row">
+        <Form onSubmit={() => update.mutate()} label={`Edit feed ${feed.name}`} class="form inline grow">
+          <Field label="Feed name" value={name} onValue={setName} required maxLength={40} pattern="[a-z0-9]([a-z0-9\-]{0,38}[a-z0-9])?" />
+          <Field label="Description" value={description} onValue={setDescription} maxLength={500} />
+          <Field label="Emoji" value={emoji} onValue={setEmoji} maxLength={32} />
+          <ErrorNote error={update.error} />
+          <button type="submit" disabled={update.isPending}>
+            Save
+          </button>
+          <button type="button" class="secondary" onClick={() => setEditing(false)}>
+            Cancel
+          </button>
+        </Form>
+      </li>
+    );
+  return (
+    <li class="row">
+      <span class="feed-emoji" aria-hidden={feed.emoji ? undefined : true}>
+        {feed.emoji ?? '#'}
+      </span>
+      <span class="grow">
+        <strong>{feed.name}</strong>
+        {feed.description && <span class="muted"> · {feed.description}</span>}
+      </span>
+      <ErrorNote error={remove.error} />
+      <button type="button" class="secondary" aria-label={`Edit feed ${feed.name}`} onClick={() => setEditing(true)}>
+        Edit
+      </button>
+      <button
+        type="button"
+        class="danger"
+        aria-label={`Delete feed ${feed.name}`}
+        disabled={remove.isPending}
+        onClick={() => {
+          if (confirm(`Delete the feed ${feed.name} and all its events?`)) remove.mutate();
+        }}
+      >
+        Delete
+      </button>
+    </li>
+  );
+}
+
+function CreateFeed({ namespace }: { namespace: string }) {
+  const [name, setName] = useState('');
+  const [description, setDescription] = useState('');
+  const [emoji, setEmoji] = useState('');
+  const refresh = useRefreshProject(namespace);
+  const create = useMutation({
+    mutationFn: () => sb.feeds.create(namespace, { name, ...(description ? { description } : {}), ...(emoji ? { emoji } : {}) }),
+    onSuccess: async () => {
+      await refresh();
+      setName('');
+      setDescription('');
+      setEmoji('');
+    },
+  });
+  return (
+    <section class="panel" aria-labelledby="new-feed">
+      <h2 id="new-feed">New feed</h2>
+      <Form onSubmit={() => create.mutate()} label="New feed" class="form inline">
+        <Field
+          label="Name"
+          value={name}
+          onValue={setName}
+          required
+          maxLength={40}
+          pattern="[a-z0-9]([a-z0-9\-]{0,38}[a-z0-9])?"
+          hint="Lower-case letters, digits and hyphens."
+        />
+        <Field label="Description" value={description} onValue={setDescription} maxLength={500} />
+        <Field label="Emoji" value={emoji} onValue={setEmoji} maxLength={32} />
+        <ErrorNote error={create.error} />
+        <button type="submit" disabled={create.isPending}>
+          Create feed
+        </button>
+      </Form>
+    </section>
+  );
+}

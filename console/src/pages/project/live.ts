@@ -1,0 +1,96 @@
+/**
+ * The live stream of a project's events (the SDK's `events.stream`, which reconnects and resumes by
+ * itself), batched: events are gathered as they arrive and handed to the page once per animation
+ * frame, newest first, at most `cap` of them. A thousand events a second thus cost the page one
+ * render a frame, and a hidden tab (no frames) keeps only the newest `cap`.
+ */
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { errorMessage, sb, type Event } from '../../api.ts';
+
+export type LiveStatus = 'connecting' | 'live' | 'reconnecting' | 'stopped';
+
+export interface Live {
+  /** Newest first. */
+  events: Event[];
+  status: LiveStatus;
+  /** Why the stream stopped (a refusal reconnecting cannot change). */
+  problem: string | null;
+}
+
+export function useLiveEvents(namespace: string, onBatch: (batch: Event[]) => void, cap = 2000): Live {
+  const [events, setEvents] = useState<Event[]>([]);
+  const [status, setStatus] = useState<LiveStatus>('connecting');
+  const [problem, setProblem] = useState<string | null>(null);
+  const onBatchRef = useRef(onBatch);
+  onBatchRef.current = onBatch;
+
+  useEffect(() => {
+    const controller = new AbortController();
+    let pending: Event[] = []; // oldest first
+    let frame = 0;
+    const flush = () => {
+      frame = 0;
+      const batch = pending.reverse(); // newest first
+      pending = [];
+      setEvents((previous) => {
+        const next = batch.length >= cap ? batch.slice(0, cap) : batch.concat(previous.slice(0, cap - batch.length));
+        return next;
+      });
+      onBatchRef.current(batch);
+    };
+    setEvents([]);
+    setStatus('connecting');
+    setProblem(null);
+    void (async () => {
+      try {
+        for await (const event of sb.events.stream(namespace, {
+          signal: controller.signal,
+          onOpen: () => setStatus('live'),
+          onDisconnect: () => setStatus('reconnecting'),
+        })) {
+          pending.push(event);
+          if (pending.length > cap * 2) pending = pending.slice(-cap);
+          if (!frame) frame = requestAnimationFrame(flush);
+        }
+      } catch (error) {
+        if (!controller.signal.aborted) setProblem(errorMessage(error));
+      }
+      if (!controller.signal.aborted) setStatus('stopped');
+    })();
+    return () => {
+      controller.abort();
+      if (frame) cancelAnimationFrame(frame);
+    };
+  }, [namespace, cap]);
+
+  return { events, status, problem };
+}
+
+/** The list's filters, as the URL holds them. */
+export interface Filters {
+  feed?: string | undefined;
+  tag: string[];
+  user_id?: string | undefined;
+  q?: string | undefined;
+}
+
+const WORD = /[\p{L}\p{N}]+/gu;
+
+/** Whether a live event passes the filters as the service would judge it (feed, end user, every tag, every word of q). */
+export function matches(event: Event, filters: Filters): boolean {
+  if (filters.feed && event.feed !== filters.feed) return false;
+  if (filters.user_id && event.user_id !== filters.user_id) return false;
+  for (const filter of filters.tag) {
+    const colon = filter.indexOf(':');
+    if (colon < 0) return false;
+    const value = event.tags[filter.slice(0, colon)];
+    if (value === undefined || String(value) !== filter.slice(colon + 1)) return false;
+  }
+  if (filters.q) {
+    const words = filters.q.toLowerCase().match(WORD);
+    if (!words) return false;
+    const text = new Set(`${event.event} ${event.description ?? ''}`.toLowerCase().match(WORD) ?? []);
+    if (!words.every((word) => text.has(word))) return false;
+  }
+  return true;
+}

@@ -1,0 +1,156 @@
+/**
+ * /projects/{namespace}/members: who is in the project; invites by username, pending invites,
+ * removing members and handing over ownership (the owner), leaving (a member).
+ */
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'preact/hooks';
+import { useLocation } from 'wouter-preact';
+import { sb } from '../../api.ts';
+import { useMe } from '../../session.ts';
+import { Avatar, Empty, ErrorNote, Field, Form, Notice, PageTitle } from '../../ui.tsx';
+import { projectKey, type ProjectPageProps } from '../project.tsx';
+
+export default function Members({ project }: ProjectPageProps) {
+  const { user } = useMe();
+  const client = useQueryClient();
+  const [, navigate] = useLocation();
+  const isOwner = project.members.some((m) => m.role === 'owner' && m.id === user?.id);
+  const refresh = () => client.invalidateQueries({ queryKey: projectKey(project.namespace) });
+  const remove = useMutation({
+    mutationFn: (username: string) => sb.members.remove(project.namespace, username),
+    onSuccess: async (_done, username) => {
+      if (username === user?.username) {
+        client.removeQueries({ queryKey: projectKey(project.namespace) });
+        await client.invalidateQueries({ queryKey: ['projects'] });
+        navigate('~/projects');
+      } else await refresh();
+    },
+  });
+  const transfer = useMutation({
+    mutationFn: (username: string) => sb.projects.transferOwnership(project.namespace, { username }),
+    onSuccess: refresh,
+  });
+  return (
+    <section>
+      <PageTitle title={`${project.name}: members`}>Members</PageTitle>
+      <ErrorNote error={remove.error ?? transfer.error} />
+      <ul class="rows" aria-label="Members">
+        {project.members.map((member) => (
+          <li key={member.id} class="row">
+            <Avatar src={member.icon} name={member.username} />
+            <span class="grow">
+              <strong>{member.username}</strong> <span class="muted">{member.role}</span>
+              {member.id === user?.id && <span class="muted"> (you)</span>}
+            </span>
+            {isOwner && member.role !== 'owner' && (
+              <>
+                <button
+                  type="button"
+                  class="secondary"
+                  disabled={transfer.isPending}
+                  aria-label={`Hand over ownership to ${member.username}`}
+                  onClick={() => {
+                    if (confirm(`Make ${member.username} the owner of ${project.name}? You stay a member.`))
+                      transfer.mutate(member.username);
+                  }}
+                >
+                  Make owner
+                </button>
+                <button
+                  type="button"
+                  class="danger"
+                  disabled={remove.isPending}
+                  aria-label={`Remove ${member.username}`}
+                  onClick={() => {
+                    if (confirm(`Remove ${member.username} from ${project.name}?`)) remove.mutate(member.username);
+                  }}
+                >
+                  Remove
+                </button>
+              </>
+            )}
+            {!isOwner && member.id === user?.id && (
+              <button
+                type="button"
+                class="danger"
+                disabled={remove.isPending}
+                onClick={() => {
+                  if (confirm(`Leave ${project.name}?`)) remove.mutate(member.username);
+                }}
+              >
+                Leave project
+              </button>
+            )}
+          </li>
+        ))}
+      </ul>
+      <Invites namespace={project.namespace} />
+    </section>
+  );
+}
+
+function Invites({ namespace }: { namespace: string }) {
+  const key = ['invites', namespace];
+  const client = useQueryClient();
+  const invites = useQuery({ queryKey: key, queryFn: () => sb.invites.list(namespace, { limit: 100 }).page() });
+  const [username, setUsername] = useState('');
+  const [sent, setSent] = useState<string | null>(null);
+  const invite = useMutation({
+    mutationFn: () => sb.invites.create(namespace, { username }),
+    onSuccess: async () => {
+      setSent(username);
+      setUsername('');
+      await client.invalidateQueries({ queryKey: key });
+    },
+  });
+  const cancel = useMutation({
+    mutationFn: (invitee: string) => sb.invites.delete(namespace, invitee),
+    onSuccess: () => client.invalidateQueries({ queryKey: key }),
+  });
+  const items = invites.data?.items ?? [];
+  return (
+    <section class="panel" aria-labelledby="invites">
+      <h2 id="invites">Invites</h2>
+      <Form onSubmit={() => invite.mutate()} label="Invite someone" class="form inline">
+        <Field
+          label="Username"
+          value={username}
+          onValue={setUsername}
+          required
+          maxLength={32}
+          hint="The person signs up first; the invite waits on their projects page."
+        />
+        <ErrorNote error={invite.error} />
+        <button type="submit" disabled={invite.isPending}>
+          Invite
+        </button>
+      </Form>
+      {sent && <Notice>Invited {sent}.</Notice>}
+      <ErrorNote error={invites.error ?? cancel.error} />
+      {items.length === 0 ? (
+        <Empty>No pending invites.</Empty>
+      ) : (
+        <ul class="rows" aria-label="Pending invites">
+          {items.map((pending) => (
+            <li key={pending.id} class="row">
+              <Avatar src={pending.user.icon} name={pending.user.username} />
+              <span class="grow">
+                <strong>{pending.user.username}</strong>
+                {pending.invited_by && <span class="muted"> · invited by {pending.invited_by.username}</span>}
+              </span>
+              <button
+                type="button"
+                class="secondary"
+                disabled={cancel.isPending}
+                aria-label={`Cancel the invite of ${pending.user.username}`}
+                onClick={() => cancel.mutate(pending.user.username)}
+              >
+                Cancel invite
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}
