@@ -3,8 +3,8 @@
  * rule of its own but the mapping (project → namespace, channel → feed, icon → emoji, Unix seconds →
  * a timestamp, an insight named by its title) and what LogSnag does implicitly: a feed or an
  * insight created on first use, once however many requests race for it. The rest is the native
- * routes' domain: `addFeed`, the EventPublisher, `addInsight`, `editInsight`,
- * `recordEndUserProperties`.
+ * routes' domain: `addFeed`, the EventPublisher, `addInsight`, `editInsight`, `changeInsight` (whose
+ * increments go in groups), `recordEndUserProperties`.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { components } from '../../../spec/generated/openapi.js';
@@ -18,7 +18,7 @@ import { checkTags, type EventInput, type EventPublisher, type EventRow } from '
 import { addFeed } from './feeds.js';
 import type { ProjectAccess } from './access.js';
 import type { Caller } from './credentials.js';
-import { addInsight, editInsight } from './insights.js';
+import { addInsight, changeInsight, editInsight, type InsightView } from './insights.js';
 import type { Limits } from './limits.js';
 
 /** `POST /v1/log`'s body. */
@@ -114,9 +114,10 @@ export function setInsight(em: EntityManager, actor: User, project: Project, inp
 
 /**
  * `PATCH /v1/insight`: adds `value.$inc` to the insight with this title as `PATCH …/insights/{id}`
- * with `increment` does (`editInsight`: atomic; `insight.updated`), after creating the insight at
- * 0 when the project has none by that title (`insight.created`). `icon` goes with the increment
- * only when it changes the emoji. A value that is not a number is 400, pointed at `/body/value/$inc`.
+ * with `increment` does (`changeInsight`: an increment alone goes with the insight's next group of
+ * concurrent increments; `insight.updated`), after creating the insight at 0 when the project has
+ * none by that title (`insight.created`). `icon` goes with the increment only when it changes the
+ * emoji. A value that is not a number is 400, pointed at `/body/value/$inc`.
  */
 export async function incrementInsight(
   em: EntityManager,
@@ -124,7 +125,7 @@ export async function incrementInsight(
   access: ProjectAccess,
   input: LogSnagIncrementInput,
   limits: Limits,
-): Promise<Insight> {
+): Promise<InsightView> {
   const { project: _project, title, value, icon, ...unhandled } = input;
   const _everyField: Record<string, never> = unhandled;
   const { project } = access;
@@ -132,7 +133,7 @@ export async function incrementInsight(
   const insight = await insightTitled(em, caller.user, project, create, limits, (_tx, found) => Promise.resolve(found));
   const emoji = icon !== undefined && icon !== insight.emoji ? { emoji: icon } : {};
   try {
-    return await editInsight(em, caller.user, project, insight.id, { increment: value.$inc, ...emoji });
+    return await changeInsight(em, caller, access, insight.id, { increment: value.$inc, ...emoji });
   } catch (error) {
     if (error instanceof InvalidRequest && error.details?.[0]?.path === '/body/increment') {
       throw InvalidRequest.field('/body/value/$inc', error.details[0].message);
