@@ -127,7 +127,9 @@ export interface paths {
          * @description Extension: signs in with a username or email address and a password, and opens a new session.
          *     An unknown user and a wrong password both answer 401 `invalid_credentials`, in the same time;
          *     so does a password longer than 72 bytes in UTF-8, which no account can have. Any `Authorization`
-         *     header is ignored.
+         *     header or `sb_session` cookie is ignored. With `cookie: true` the new session is set as the
+         *     `sb_session` cookie (`HttpOnly`, `SameSite=Strict`) and the body has no `token`: what the web
+         *     console served by this service does, so that no script in the page can read the session.
          */
         post: operations["login"];
         delete?: never;
@@ -148,7 +150,9 @@ export interface paths {
         post?: never;
         /**
          * Log out
-         * @description Ends the calling session: deletes the session and its device record (user agent, address, times). Session token only.
+         * @description Ends the calling session: deletes the session and its device record (user agent, address,
+         *     times). Session token only. A session that came in the `sb_session` cookie also has the cookie
+         *     cleared (`Max-Age=0`).
          */
         delete: operations["logout"];
         options?: never;
@@ -265,7 +269,9 @@ export interface paths {
          *     a valid one is 403 `already_authenticated`, an invalid one 401. The invite code's use is taken in
          *     the same transaction as the account, so a code with one use left admits exactly one of any number
          *     of racing sign-ups. 400 `invalid_invite` for an unknown, used-up or expired code; 409
-         *     `username_taken` or `email_taken`.
+         *     `username_taken` or `email_taken`. With `cookie: true` the new session is set as the
+         *     `sb_session` cookie and the body has no `token`. The credential checked here is the
+         *     `Authorization` header's: an `sb_session` cookie is not looked at.
          */
         post: operations["signup"];
         delete?: never;
@@ -1391,7 +1397,7 @@ export interface components {
          * @description The closed list of error codes. Clients may branch on `code`; `message` is for people and may change.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "invalid_invite" | "unauthenticated" | "invalid_credentials" | "already_authenticated" | "session_required" | "insufficient_scope" | "not_owner" | "forbidden" | "not_found" | "method_not_allowed" | "namespace_taken" | "username_taken" | "email_taken" | "already_member" | "already_invited" | "owner_cannot_leave" | "feed_name_taken" | "last_feed" | "limit_reached" | "idempotency_in_progress" | "owns_projects" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "too_many_streams" | "internal" | "billing_unavailable" | "unavailable" | "already_subscribed" | "no_subscription" | "invalid_reset_token" | "invalid_email_token";
+        ErrorCode: "invalid_request" | "invalid_invite" | "unauthenticated" | "invalid_credentials" | "already_authenticated" | "session_required" | "csrf_refused" | "insufficient_scope" | "not_owner" | "forbidden" | "not_found" | "method_not_allowed" | "namespace_taken" | "username_taken" | "email_taken" | "already_member" | "already_invited" | "owner_cannot_leave" | "feed_name_taken" | "last_feed" | "limit_reached" | "idempotency_in_progress" | "owns_projects" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "too_many_streams" | "internal" | "billing_unavailable" | "unavailable" | "already_subscribed" | "no_subscription" | "invalid_reset_token" | "invalid_email_token";
         /** @description One validation problem. */
         ErrorDetail: {
             message: string;
@@ -1613,6 +1619,19 @@ export interface components {
             success: true;
         };
         LoginRequest: {
+            /**
+             * @description `true`: the session goes in an `HttpOnly` cookie instead of the body, for the web console a
+             *     browser loads from this service: the answer sets the cookie `sb_session` with `HttpOnly`,
+             *     `SameSite=Strict`, `Path=/`, `Max-Age` the session's lifetime in seconds, and `Secure` when the
+             *     request came over HTTPS, and its body carries no `token`. Scripts in a page cannot read the cookie. A request that
+             *     sends the cookie and no `Authorization` header is authenticated by it only when it comes from
+             *     the service's own origin (`Sec-Fetch-Site: same-origin`, or else an `Origin` header equal to the
+             *     service's own); from anywhere else it is 403 `csrf_refused` and nothing is done. Otherwise the
+             *     session is like any other: listed, ended by logout, by `DELETE /v1/auth/sessions/{id}` and by a
+             *     password change, and counted against `MAX_SESSIONS_PER_USER`. Default `false`: the token in the
+             *     body.
+             */
+            cookie?: boolean;
             /** @description Username or email address, without regard to case. */
             login: string;
             password: string;
@@ -1898,8 +1917,11 @@ export interface components {
              * @description When the session ends unless used before then; each use extends it to 30 days from that use.
              */
             expires_at: string;
-            /** @description Session token, `ses_` followed by 43 URL-safe characters (256 random bits). */
-            token: string;
+            /**
+             * @description Session token, `ses_` followed by 43 URL-safe characters (256 random bits). Absent when the
+             *     request asked for `cookie: true`: the token is then in the `sb_session` cookie only.
+             */
+            token?: string;
             user: components["schemas"]["User"];
         };
         /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
@@ -1925,6 +1947,19 @@ export interface components {
         };
         ShortString: string;
         SignupRequest: {
+            /**
+             * @description `true`: the session goes in an `HttpOnly` cookie instead of the body, for the web console a
+             *     browser loads from this service: the answer sets the cookie `sb_session` with `HttpOnly`,
+             *     `SameSite=Strict`, `Path=/`, `Max-Age` the session's lifetime in seconds, and `Secure` when the
+             *     request came over HTTPS, and its body carries no `token`. Scripts in a page cannot read the cookie. A request that
+             *     sends the cookie and no `Authorization` header is authenticated by it only when it comes from
+             *     the service's own origin (`Sec-Fetch-Site: same-origin`, or else an `Origin` header equal to the
+             *     service's own); from anywhere else it is 403 `csrf_refused` and nothing is done. Otherwise the
+             *     session is like any other: listed, ended by logout, by `DELETE /v1/auth/sessions/{id}` and by a
+             *     password change, and counted against `MAX_SESSIONS_PER_USER`. Default `false`: the token in the
+             *     body.
+             */
+            cookie?: boolean;
             /**
              * Format: email
              * @description A syntactically valid address; unique without regard to case.
@@ -2040,7 +2075,9 @@ export interface components {
          *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
          *     and the work is not done a second time; on another method, path or body it is 422
          *     `idempotency_key_reused`; while the first request with the key is still being handled, another
-         *     is 409 `idempotency_in_progress`.
+         *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
+         *     its own: it is given again only answers it got itself, and a key its user's other credentials
+         *     used is 422 to it.
          */
         IdempotencyKey: string;
         /**
@@ -2500,9 +2537,14 @@ export interface operations {
             };
         };
         responses: {
-            /** @description 201: the resource was created; the payload is the new resource. */
+            /** @description 201: a new session, in the body, or with `cookie: true` in the `sb_session` cookie. */
             201: {
                 headers: {
+                    /**
+                     * @description With `cookie: true` only: `sb_session=<token>; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000`
+                     *     (the session's 30 days), and `; Secure` at the end when the request came over HTTPS.
+                     */
+                    "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2588,9 +2630,11 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description 204: done; no body. */
+            /** @description 204: logged out. A session that came in the `sb_session` cookie also has the cookie cleared. */
             204: {
                 headers: {
+                    /** @description When the session came in the cookie: `sb_session=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0` (and `; Secure` over HTTPS). */
+                    "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2614,7 +2658,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2883,7 +2927,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2962,7 +3006,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3026,9 +3070,14 @@ export interface operations {
             };
         };
         responses: {
-            /** @description 201: the resource was created; the payload is the new resource. */
+            /** @description 201: a new session, in the body, or with `cookie: true` in the `sb_session` cookie. */
             201: {
                 headers: {
+                    /**
+                     * @description With `cookie: true` only: `sb_session=<token>; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000`
+                     *     (the session's 30 days), and `; Secure` at the end when the request came over HTTPS.
+                     */
+                    "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3054,7 +3103,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3188,7 +3237,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3271,7 +3320,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3377,7 +3426,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3523,7 +3572,9 @@ export interface operations {
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
                  *     and the work is not done a second time; on another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
-                 *     is 409 `idempotency_in_progress`.
+                 *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
+                 *     its own: it is given again only answers it got itself, and a key its user's other credentials
+                 *     used is 422 to it.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3572,7 +3623,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3670,7 +3721,9 @@ export interface operations {
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
                  *     and the work is not done a second time; on another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
-                 *     is 409 `idempotency_in_progress`.
+                 *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
+                 *     its own: it is given again only answers it got itself, and a key its user's other credentials
+                 *     used is 422 to it.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3719,7 +3772,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3817,7 +3870,9 @@ export interface operations {
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
                  *     and the work is not done a second time; on another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
-                 *     is 409 `idempotency_in_progress`.
+                 *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
+                 *     its own: it is given again only answers it got itself, and a key its user's other credentials
+                 *     used is 422 to it.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3866,7 +3921,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3964,7 +4019,9 @@ export interface operations {
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
                  *     and the work is not done a second time; on another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
-                 *     is 409 `idempotency_in_progress`.
+                 *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
+                 *     its own: it is given again only answers it got itself, and a key its user's other credentials
+                 *     used is 422 to it.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -4013,7 +4070,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4248,7 +4305,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4301,7 +4358,9 @@ export interface operations {
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
                  *     and the work is not done a second time; on another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
-                 *     is 409 `idempotency_in_progress`.
+                 *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
+                 *     its own: it is given again only answers it got itself, and a key its user's other credentials
+                 *     used is 422 to it.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -4347,7 +4406,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4487,7 +4546,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4575,7 +4634,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4646,7 +4705,9 @@ export interface operations {
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
                  *     and the work is not done a second time; on another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
-                 *     is 409 `idempotency_in_progress`.
+                 *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
+                 *     its own: it is given again only answers it got itself, and a key its user's other credentials
+                 *     used is 422 to it.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -4694,7 +4755,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4848,7 +4909,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4910,7 +4971,9 @@ export interface operations {
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
                  *     and the work is not done a second time; on another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
-                 *     is 409 `idempotency_in_progress`.
+                 *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
+                 *     its own: it is given again only answers it got itself, and a key its user's other credentials
+                 *     used is 422 to it.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -4958,7 +5021,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5065,7 +5128,9 @@ export interface operations {
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
                  *     and the work is not done a second time; on another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
-                 *     is 409 `idempotency_in_progress`.
+                 *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
+                 *     its own: it is given again only answers it got itself, and a key its user's other credentials
+                 *     used is 422 to it.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -5109,7 +5174,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5270,7 +5335,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5332,7 +5397,9 @@ export interface operations {
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
                  *     and the work is not done a second time; on another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
-                 *     is 409 `idempotency_in_progress`.
+                 *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
+                 *     its own: it is given again only answers it got itself, and a key its user's other credentials
+                 *     used is 422 to it.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -5380,7 +5447,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5542,7 +5609,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5640,7 +5707,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5758,7 +5825,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5820,7 +5887,9 @@ export interface operations {
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
                  *     and the work is not done a second time; on another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
-                 *     is 409 `idempotency_in_progress`.
+                 *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
+                 *     its own: it is given again only answers it got itself, and a key its user's other credentials
+                 *     used is 422 to it.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -5868,7 +5937,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5993,7 +6062,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6064,7 +6133,9 @@ export interface operations {
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
                  *     and the work is not done a second time; on another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
-                 *     is 409 `idempotency_in_progress`.
+                 *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
+                 *     its own: it is given again only answers it got itself, and a key its user's other credentials
+                 *     used is 422 to it.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -6113,7 +6184,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6211,7 +6282,9 @@ export interface operations {
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
                  *     and the work is not done a second time; on another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
-                 *     is 409 `idempotency_in_progress`.
+                 *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
+                 *     its own: it is given again only answers it got itself, and a key its user's other credentials
+                 *     used is 422 to it.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -6260,7 +6333,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6414,7 +6487,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6476,7 +6549,9 @@ export interface operations {
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
                  *     and the work is not done a second time; on another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
-                 *     is 409 `idempotency_in_progress`.
+                 *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
+                 *     its own: it is given again only answers it got itself, and a key its user's other credentials
+                 *     used is 422 to it.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -6524,7 +6599,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6649,7 +6724,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6711,7 +6786,9 @@ export interface operations {
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
                  *     and the work is not done a second time; on another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
-                 *     is 409 `idempotency_in_progress`.
+                 *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
+                 *     its own: it is given again only answers it got itself, and a key its user's other credentials
+                 *     used is 422 to it.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -6760,7 +6837,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6914,7 +6991,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6976,7 +7053,9 @@ export interface operations {
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
                  *     and the work is not done a second time; on another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
-                 *     is 409 `idempotency_in_progress`.
+                 *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
+                 *     its own: it is given again only answers it got itself, and a key its user's other credentials
+                 *     used is 422 to it.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -7024,7 +7103,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7151,7 +7230,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7240,7 +7319,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7329,7 +7408,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7432,7 +7511,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7574,7 +7653,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7670,7 +7749,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7799,7 +7878,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7880,7 +7959,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7969,7 +8048,9 @@ export interface operations {
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
                  *     and the work is not done a second time; on another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
-                 *     is 409 `idempotency_in_progress`.
+                 *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
+                 *     its own: it is given again only answers it got itself, and a key its user's other credentials
+                 *     used is 422 to it.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -8015,7 +8096,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8134,7 +8215,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8259,7 +8340,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8340,7 +8421,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `not_owner` or `forbidden`. */
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
