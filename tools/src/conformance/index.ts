@@ -27,6 +27,7 @@ import { logsnagCases } from './checks/logsnag.js';
 import { projectCases, projectDeleteCases, projectMemberCases } from './checks/projects.js';
 import { rateLimitCases } from './checks/rate-limits.js';
 import { serviceCases } from './checks/service.js';
+import { scopeCases } from './checks/scopes.js';
 import { sessionCases } from './checks/sessions.js';
 import { tokenCases } from './checks/tokens.js';
 import { ContractModel } from './contract.js';
@@ -116,6 +117,7 @@ export function buildCases(contract: ContractModel, options: { rateLimits: boole
     ...feedCases,
     ...eventQueryCases,
     ...logsnagCases,
+    ...scopeCases(contract),
     ...billingCases(options.stripeWebhookSecret),
     ...idempotencyCases(contract),
     ...conditionalCases(contract),
