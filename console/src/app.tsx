@@ -2,15 +2,23 @@
  * The shell: the query cache, the router, the header and the routes. Pages are loaded lazily, each
  * in its own chunk, so the first page carries only the shell and the page it shows.
  */
-import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
+import { MutationCache, QueryCache, QueryClient, QueryClientProvider } from '@tanstack/react-query';
 import type { ComponentChildren } from 'preact';
 import { lazy, Suspense } from 'preact/compat';
 import { Link, Redirect, Route, Switch, useLocation } from 'wouter-preact';
-import { statusOf } from './api.ts';
-import { useMe, useSignOut } from './session.ts';
+import { isApiError, statusOf } from './api.ts';
+import { meKey, useMe, useSignOut } from './session.ts';
+import logo from './favicon.svg';
 import { Loading } from './ui.tsx';
 
-const queryClient = new QueryClient({
+/** A session that ended meanwhile (logged out elsewhere, revoked, expired): back to the login page. */
+const sessionEnded = (error: unknown) => {
+  if (isApiError(error, 'unauthenticated') && queryClient.getQueryData(meKey)) queryClient.setQueryData(meKey, null);
+};
+
+const queryClient: QueryClient = new QueryClient({
+  queryCache: new QueryCache({ onError: sessionEnded }),
+  mutationCache: new MutationCache({ onError: sessionEnded }),
   defaultOptions: {
     queries: {
       staleTime: 10_000,
@@ -90,7 +98,7 @@ function Header() {
   return (
     <header class="top">
       <Link href={user ? '/projects' : '/login'} class="brand">
-        <span aria-hidden="true">📡</span> Signalboard
+        <img src={logo} alt="" width={24} height={24} /> Signalboard
       </Link>
       {user && (
         <nav aria-label="Main">

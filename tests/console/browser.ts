@@ -7,7 +7,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { AxeBuilder } from '@axe-core/playwright';
 import { expect } from 'chai';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 import { outputDir } from '../support/harness.js';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -54,7 +54,8 @@ export async function expectAccessible(page: Page, what: string): Promise<void> 
  */
 export const screenshotDir = process.env.UPDATE_SCREENSHOTS ? path.resolve('docs/screenshots') : path.join(outputDir, 'screenshots');
 
-export async function screenshot(page: Page, name: string): Promise<void> {
+/** The page as it shows, `mask` (secrets such as a new token) painted over. */
+export async function screenshot(page: Page, name: string, mask: Locator[] = []): Promise<void> {
   mkdirSync(screenshotDir, { recursive: true });
-  await page.screenshot({ path: path.join(screenshotDir, `${name}.png`), fullPage: false });
+  await page.screenshot({ path: path.join(screenshotDir, `${name}.png`), fullPage: false, mask });
 }

@@ -40,7 +40,8 @@ export function TokensSection() {
     <section class="panel" id="api-tokens" aria-labelledby="api-tokens-title" tabIndex={-1}>
       <h2 id="api-tokens-title">API tokens</h2>
       <p class="muted">
-        For your code: publish events with `new Signalboard({'{'} baseUrl, token {'}'})`. A token acts as you, within what it is limited to.
+        For your code: publish events with <code>{'new Signalboard({ baseUrl, token })'}</code>. A token acts as you, within what it is
+        limited to.
       </p>
       <section aria-labelledby="new-token">
         <h3 id="new-token">New token</h3>

@@ -148,15 +148,9 @@ function FilterForm({ project, filters, onApply }: ProjectPageProps & { filters:
           ))}
         </select>
       </div>
-      <Field
-        label="Tag"
-        value={tag}
-        onValue={setTag}
-        placeholder="plan:pro"
-        hint="key:value; several, separated by spaces, must all match."
-      />
+      <Field label="Tag" value={tag} onValue={setTag} placeholder="plan:pro" />
       <Field label="User (user_id)" value={user} onValue={setUser} maxLength={160} />
-      <Field label="Search" type="search" value={q} onValue={setQ} maxLength={200} hint="Whole words, in the title or description." />
+      <Field label="Search" type="search" value={q} onValue={setQ} maxLength={200} placeholder="refund" />
       <div class="filter-buttons">
         <button type="submit">Filter</button>
         <button
@@ -173,6 +167,9 @@ function FilterForm({ project, filters, onApply }: ProjectPageProps & { filters:
           Clear
         </button>
       </div>
+      <small class="hint filter-hint">
+        Tags as key:value (several, separated by spaces, must all match); search finds whole words in the title or description.
+      </small>
     </Form>
   );
 }

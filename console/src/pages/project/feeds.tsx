@@ -9,7 +9,9 @@ export default function Feeds({ project }: ProjectPageProps) {
   return (
     <section>
       <PageTitle title={`${project.name}: feeds`}>Feeds</PageTitle>
-      <p class="muted">Events are published to a feed: `events.publish('{project.namespace}', 'feed-name', …)`.</p>
+      <p class="muted">
+        Events are published to a feed: <code>{`events.publish('${project.namespace}', 'feed-name', …)`}</code>.
+      </p>
       <ul class="rows" aria-label="Feeds">
         {project.feeds.map((feed) => (
           <FeedRow key={feed.id} namespace={project.namespace} feed={feed} />

@@ -17,7 +17,9 @@ export default function Insights({ project }: ProjectPageProps) {
   return (
     <section>
       <PageTitle title={`${project.name}: insights`}>Insights</PageTitle>
-      <p class="muted">Figures your code sets or increments (`insights.increment`); this page refreshes every 5 seconds.</p>
+      <p class="muted">
+        Figures your code sets or increments (<code>insights.increment</code>); this page refreshes every 5 seconds.
+      </p>
       <ErrorNote error={insights.error} />
       {insights.isLoading ? (
         <Loading what="Loading insights" />
