@@ -3,6 +3,7 @@ import Koa, { type Context, type Middleware, type Next } from 'koa';
 import { handlers } from './handlers/index.js';
 import { dropUnreadBodies } from './http/body.js';
 import { cdn } from './http/cdn.js';
+import { consoleSite, isConsolePath } from './http/console-assets.js';
 import { dispatch, type Pipeline } from './http/dispatch.js';
 import { docs } from './http/docs.js';
 import { envelope } from './http/envelope.js';
@@ -31,22 +32,27 @@ export function createApp(services: Services, pipeline: Pipeline, metrics?: Metr
   if (metrics) app.use(metrics.endpoint(services.config.metrics.token));
   const allowOrigins = cors(services.config.corsOrigins, pipeline.contract);
   if (allowOrigins) app.use(allowOrigins);
-  app.use(routes(cdn(services.icons, pipeline.rateLimits), docs(), dispatch(pipeline, handlers, services)));
+  const site = consoleSite(services.config.consoleDir, services.logger, () => services.icons.baseUrl());
+  app.use(routes(cdn(services.icons, pipeline.rateLimits), docs(), dispatch(pipeline, handlers, services), site));
   return app;
 }
 
 type Mount = (ctx: Context, next: Next) => Promise<unknown>;
 
 /**
- * The icon CDN, the API reference, then the contract, as three middleware in that order would be,
- * without passing every request through the first two: the CDN answers only under `/cdn/` and the
- * reference only at `/` and under `/docs` (handing anything else on), so other paths go straight
- * to the contract.
+ * The icon CDN, the web console (when built), the API reference, then the contract, as middleware
+ * in that order would be, without passing every request through the first ones: the CDN answers
+ * only under `/cdn/`, the console only under `/assets/` and at its pages (a browser's navigation;
+ * it hands other requests on), the reference only at `/` and under `/docs`, so other paths go
+ * straight to the contract.
  */
-function routes(icons: Mount, reference: Mount, api: Mount): Middleware {
+function routes(icons: Mount, reference: Mount, api: Mount, site: Mount | undefined): Middleware {
   return (ctx, next) => {
     const path = ctx.path;
     if (path.startsWith('/cdn/')) return icons(ctx, () => api(ctx, next));
+    if (site && isConsolePath(path)) {
+      return site(ctx, () => (path === '/' ? reference(ctx, () => api(ctx, next)) : api(ctx, next)));
+    }
     if (path === '/' || path.startsWith('/docs')) return reference(ctx, () => api(ctx, next));
     return api(ctx, next);
   };

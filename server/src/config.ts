@@ -82,6 +82,11 @@ export interface Config {
    * `EMAIL_REVERT_URL`); unset, a message carries the bare token and the API call that takes it.
    */
   emailChange: { confirmUrl: string | undefined; revertUrl: string | undefined };
+  /**
+   * The web console's build folder (`CONSOLE_DIR`: an `index.html` and its `assets/`); unset, the
+   * console built beside the service (`console/dist`, http/console-assets.ts finds it).
+   */
+  consoleDir: string | undefined;
 }
 
 /** The mail server of `SMTP_URL`. The URL may hold a user and password: never logged nor shown. */
@@ -343,5 +348,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     passwordReset: passwordReset(env),
     emailChange: { confirmUrl: pageUrl(env, 'EMAIL_CONFIRM_URL'), revertUrl: pageUrl(env, 'EMAIL_REVERT_URL') },
+    consoleDir: env.CONSOLE_DIR ? path.resolve(env.CONSOLE_DIR) : undefined,
   };
 }

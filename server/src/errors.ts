@@ -38,8 +38,20 @@ export class InvalidInvite extends ApiError {
 }
 
 export class Unauthenticated extends ApiError {
-  constructor(code: 'unauthenticated' | 'invalid_credentials' = 'unauthenticated', message = 'A valid credential is required.') {
-    super(401, code, message, undefined, { 'WWW-Authenticate': 'Bearer' });
+  /** `headers`: more to send with the 401 (a `Set-Cookie` that clears a session cookie naming no session). */
+  constructor(
+    code: 'unauthenticated' | 'invalid_credentials' = 'unauthenticated',
+    message = 'A valid credential is required.',
+    headers: Record<string, string> = {},
+  ) {
+    super(401, code, message, undefined, { 'WWW-Authenticate': 'Bearer', ...headers });
+  }
+}
+
+/** The `sb_session` cookie came without `Authorization` from a page of another origin (http/session-cookie.ts). */
+export class CsrfRefused extends ApiError {
+  constructor() {
+    super(403, 'csrf_refused', 'The session cookie is accepted only from pages of this service; nothing was done.');
   }
 }
 

@@ -7,7 +7,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
-import { openDatabase, type Database } from './db/orm.js';
+import { openDatabase, unitOfWork, type Database } from './db/orm.js';
+import { firstRunInviteCode } from './domain/invite-codes.js';
 import { Contract } from './http/contract.js';
 import { ConnectionDrain, type DrainReport } from './http/drain.js';
 import { Metrics } from './http/metrics.js';
@@ -26,6 +27,17 @@ export class ShutdownIncomplete extends Error {
   constructor(readonly report: DrainReport) {
     super(`the drain deadline passed with ${report.cut} connection(s) still open; they were cut`);
   }
+}
+
+/**
+ * With no account in the database, a one-use invite code for the first, as a link to the console's
+ * sign-up page on the address the service listens on. The code is in the line's message, which the
+ * logger's censoring (by key, logger.ts) leaves as it is: the line is for the operator who started
+ * the service, and the code is useless once an account exists or it expires.
+ */
+async function announceFirstRun(db: Database, url: string, logger: Logger): Promise<void> {
+  const first = await firstRunInviteCode(unitOfWork(db.orm));
+  if (first) logger.info(`Create the first account: ${url}/signup?invite=${first.code}`);
 }
 
 function listen(server: http.Server, port: number, host: string): Promise<void> {
@@ -85,6 +97,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     const host = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
     url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
     logger.info({ url, port, database: db.description }, 'listening');
+    await announceFirstRun(db, url, logger);
     let closing: Promise<void> | undefined;
     return { url, db, close: () => (closing ??= stop()) };
   } catch (error) {

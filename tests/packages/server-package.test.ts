@@ -17,6 +17,14 @@ import { runInstalledBin, type Outcome } from '../support/installed-bin.js';
 const run = promisify(execFile);
 const root = path.resolve('.');
 const serverPackage = JSON.parse(readFileSync(path.join(root, 'server/package.json'), 'utf8')) as { name: string; version: string };
+/** The web console's build in the repository (none when it is not built), relative to console/dist. */
+const consoleDist = path.join(root, 'console/dist');
+const builtConsole = existsSync(path.join(consoleDist, 'index.html'))
+  ? readdirSync(consoleDist, { recursive: true, withFileTypes: true })
+      .filter((entry) => entry.isFile())
+      .map((entry) => path.relative(consoleDist, path.join(entry.parentPath, entry.name)).split(path.sep).join('/'))
+      .sort()
+  : [];
 const migrations = readdirSync(path.join(root, 'server/src/db/migrations'))
   .filter((file) => file.endsWith('.ts'))
   .map((file) => file.replace(/\.ts$/, ''))
@@ -57,12 +65,16 @@ describe('the server package (npx @signalboard/server)', function () {
     expect(
       files.filter(
         (f) =>
-          !/^(package\.json|README\.md|LICENSE|dist\/server\/package\.json|dist\/spec\/generated\/openapi\.js(on)?|dist\/server\/src\/.+\.js)$/.test(
+          !/^(package\.json|README\.md|LICENSE|dist\/server\/package\.json|dist\/spec\/generated\/openapi\.js(on)?|dist\/server\/src\/.+\.js|console\/dist\/.+)$/.test(
             f,
           ),
       ),
-      'files outside the compiled service, the contract, README, LICENSE and package.json',
+      'files outside the compiled service, the contract, the built web console, README, LICENSE and package.json',
     ).to.deep.equal([]);
+    // The web console's build, as the repository has it when packed (prepack copies console/dist in).
+    expect(files.filter((f) => f.startsWith('console/dist/')).sort(), 'the web console in the package').to.deep.equal(
+      builtConsole.map((f) => `console/dist/${f}`),
+    );
     expect(files).to.include.members([
       'README.md',
       'dist/server/src/cli.js',
@@ -116,6 +128,15 @@ describe('the server package (npx @signalboard/server)', function () {
     const where = await fetch(`${service.url}/`);
     expect(where.status).to.equal(200);
     expect(((await where.json()) as { data: unknown }).data).to.include({ api: '/v1', reference: '/docs', contract: '/v1/openapi.json' });
+    // A browser's navigation gets the console the package carries, when it was built before packing.
+    const page = await fetch(`${service.url}/`, { headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } });
+    expect(page.headers.get('content-type')).to.equal(builtConsole.length ? 'text/html; charset=utf-8' : 'application/json; charset=utf-8');
+    await page.arrayBuffer();
+    // A new data folder holds no account: the service logs a code to create the first one with.
+    const firstRun = await service.waitForLog(
+      (entry) => typeof entry.msg === 'string' && entry.msg.startsWith('Create the first account: '),
+    );
+    expect(firstRun.msg).to.match(new RegExp(`^Create the first account: ${service.url}/signup\\?invite=inv_[a-z2-7]{26}$`));
 
     const created = await cli(['invite', 'create']);
     expect(created.code, created.stderr).to.equal(0);

@@ -82,6 +82,12 @@ function runLogger(): Logger {
   return pino({ level: 'info' }, pino.destination({ dest: logFile, sync: true }));
 }
 
+/**
+ * The run's server, on a fresh database. That database holds no account when it starts, so the
+ * server logs a first-run invite code (server.ts `announceFirstRun`): a code made to be printed,
+ * which is not registered as a secret; tests/accounts/cookie-sessions.test.ts checks that line on a
+ * server of its own that logs elsewhere.
+ */
 export async function startTestServer(): Promise<void> {
   mkdirSync(outputDir, { recursive: true });
   rmSync(logFile, { force: true });
@@ -135,8 +141,12 @@ async function assertNoSecretStored(): Promise<void> {
   throw new Error(`${leaks.length} plain secret(s) found in the database or the log`);
 }
 
-/** Remember a secret so that the end-of-run check looks for it. */
-export function secret<T extends string>(value: T): T {
+/**
+ * Remember a secret so that the end-of-run check looks for it. Undefined (a session token the answer
+ * left out, as with `cookie: true`) fails the test that expected one.
+ */
+export function secret<T extends string>(value: T | undefined): T {
+  if (value === undefined) throw new Error('a secret the test expected (a token, a code) is absent');
   secrets.add(value);
   return value;
 }

@@ -32,13 +32,18 @@ export class RawStream {
     });
   }
 
-  static async open(url: string, options: { token?: string; lastEventId?: string } = {}): Promise<RawStream> {
+  /** `headers`: more to send, as a browser's EventSource would (its session cookie, `Sec-Fetch-Site`). */
+  static async open(
+    url: string,
+    options: { token?: string; lastEventId?: string; headers?: Record<string, string> } = {},
+  ): Promise<RawStream> {
     const controller = new AbortController();
     const response = await fetch(url, {
       headers: {
         Accept: 'text/event-stream',
         ...(options.token ? { Authorization: `Bearer ${options.token}` } : {}),
         ...(options.lastEventId ? { 'Last-Event-ID': options.lastEventId } : {}),
+        ...options.headers,
       },
       signal: controller.signal,
     });

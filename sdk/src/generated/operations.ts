@@ -87,7 +87,9 @@ export interface AuthResource {
    * Extension: signs in with a username or email address and a password, and opens a new session.
    * An unknown user and a wrong password both answer 401 `invalid_credentials`, in the same time;
    * so does a password longer than 72 bytes in UTF-8, which no account can have. Any `Authorization`
-   * header is ignored.
+   * header or `sb_session` cookie is ignored. With `cookie: true` the new session is set as the
+   * `sb_session` cookie (`HttpOnly`, `SameSite=Strict`) and the body has no `token`: what the web
+   * console served by this service does, so that no script in the page can read the session.
    *
    * `POST /v1/auth/login`
    */
@@ -96,7 +98,9 @@ export interface AuthResource {
   /**
    * Log out.
    *
-   * Ends the calling session: deletes the session and its device record (user agent, address, times). Session token only.
+   * Ends the calling session: deletes the session and its device record (user agent, address,
+   * times). Session token only. A session that came in the `sb_session` cookie also has the cookie
+   * cleared (`Max-Age=0`).
    *
    * `DELETE /v1/auth/logout`
    */
@@ -139,7 +143,9 @@ export interface AuthResource {
    * a valid one is 403 `already_authenticated`, an invalid one 401. The invite code's use is taken in
    * the same transaction as the account, so a code with one use left admits exactly one of any number
    * of racing sign-ups. 400 `invalid_invite` for an unknown, used-up or expired code; 409
-   * `username_taken` or `email_taken`.
+   * `username_taken` or `email_taken`. With `cookie: true` the new session is set as the
+   * `sb_session` cookie and the body has no `token`. The credential checked here is the
+   * `Authorization` header's: an `sb_session` cookie is not looked at.
    *
    * `POST /v1/auth/signup`
    */
@@ -663,7 +669,7 @@ export class Resources {
    */
   readonly billing: BillingResource;
   /**
-   * Events published to a project's feeds: one at a time or in batches, listed, or streamed live.
+   * Events published to a project's feeds: one at a time or in batches, listed with filters, counted over time, or streamed live.
    */
   readonly events: EventsResource;
   /**

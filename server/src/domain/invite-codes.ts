@@ -4,6 +4,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { anyUser } from '../db/repositories/accounts.js';
 import { allInviteCodes, insertInviteCode, takeInviteCodeUse } from '../db/repositories/invite-codes.js';
 
 /** Input that breaks a rule below; its message is fit to show to the operator as is. */
@@ -79,6 +80,20 @@ export async function createInviteCode(em: EntityManager, input: CreateInviteCod
   const code = `inv_${randomBase32()}`;
   const row = await insertInviteCode(em, { codeHash: hashInviteCode(code), hint: code.slice(0, 8), uses, expiresAt });
   return { code, id: row.id, hint: row.hint, uses, expires_at: expiresAt };
+}
+
+/** How long the first run's code is good for: long enough to come back to, short enough not to linger in old logs. */
+const FIRST_RUN_CODE_DAYS = 7;
+
+/**
+ * On a database that holds no account, a new code of one use, good for FIRST_RUN_CODE_DAYS days, to
+ * create the first account with; undefined once any account exists. Minted at each start while no
+ * account exists: codes of earlier starts stay valid until they expire, so the newest line of the
+ * log always holds a code that works, and none is voided behind the operator's back.
+ */
+export async function firstRunInviteCode(em: EntityManager): Promise<CreatedInviteCode | undefined> {
+  if (await anyUser(em)) return undefined;
+  return createInviteCode(em, { uses: 1, expiresInDays: FIRST_RUN_CODE_DAYS });
 }
 
 export async function listInviteCodes(em: EntityManager): Promise<InviteCodeRow[]> {

@@ -1,6 +1,14 @@
 import { Forbidden } from '../errors.js';
 import type { Handler } from '../http/handler-types.js';
-import { apiTokensOf, callerFromHeader, closeSession, mintApiToken, revokeApiToken } from '../domain/credentials.js';
+import type { Services } from '../services.js';
+import {
+  apiTokensOf,
+  callerFromHeader,
+  closeSession,
+  mintApiToken,
+  revokeApiToken,
+  SESSION_LIFETIME_SECONDS,
+} from '../domain/credentials.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
 import { presentApiToken, presentCreatedApiToken, presentSessionGrant } from '../presenters/account.js';
 
@@ -8,20 +16,30 @@ export const signup: Handler<'signup'> = async ({ body, authorization, device, e
   if (await callerFromHeader(em, authorization)) {
     throw new Forbidden('already_authenticated', 'Sign-up is for callers without an account; this request carries a valid credential.');
   }
-  const grant = await services.accounts.signup(em, body, device);
-  return { status: 201, data: presentSessionGrant(grant, services.icons) };
+  const { cookie = false, ...account } = body;
+  const grant = await services.accounts.signup(em, account, device);
+  return sessionAnswer(grant, cookie, services);
 };
 
 export const login: Handler<'login'> = async ({ body, device, em, services }) => {
   const grant = await services.accounts.login(em, body.login, body.password, device);
   for (const credentialId of grant.ended) services.announce({ kind: 'credential-ended', credentialId }); // past MAX_SESSIONS_PER_USER
-  return { status: 201, data: presentSessionGrant(grant, services.icons) };
+  return sessionAnswer(grant, body.cookie ?? false, services);
 };
 
-export const logout: Handler<'logout'> = async ({ caller, em, services }) => {
+/** A new session's 201: its token in the body, or with `cookie: true` in the `sb_session` cookie only. */
+function sessionAnswer(grant: Parameters<typeof presentSessionGrant>[0], cookie: boolean, services: Services) {
+  const data = presentSessionGrant(grant, services.icons, cookie);
+  return cookie
+    ? { status: 201 as const, data, sessionCookie: { token: grant.token, maxAgeSeconds: SESSION_LIFETIME_SECONDS } }
+    : { status: 201 as const, data };
+}
+
+/** A session that came in the cookie also has the cookie cleared. */
+export const logout: Handler<'logout'> = async ({ caller, viaCookie, em, services }) => {
   await closeSession(em, caller.credentialId);
   services.announce({ kind: 'credential-ended', credentialId: caller.credentialId }); // its event streams end at once
-  return { status: 204 };
+  return viaCookie ? { status: 204, sessionCookie: null } : { status: 204 };
 };
 
 export const createApiToken: Handler<'createApiToken'> = async ({ body, caller, em, services }) => {

@@ -15,8 +15,11 @@ export type Coding = 'br' | 'gzip' | 'identity';
 /** Below this, a coding's framing and the CPU cost more than the bytes saved. */
 export const COMPRESS_MIN_BYTES = 1024;
 
-/** Text types: JSON, HTML, JavaScript, Prometheus' text format. Never `text/event-stream`, which is a stream (never buffered). */
-const COMPRESSIBLE = /^(?:application\/json|text\/(?:html|javascript|plain|css))\b/i;
+/**
+ * Text types: JSON, HTML, JavaScript, CSS, SVG, Prometheus' text format. Never `text/event-stream`,
+ * which is a stream (never buffered).
+ */
+const COMPRESSIBLE = /^(?:application\/json|image\/svg\+xml|text\/(?:html|javascript|plain|css))\b/i;
 
 /** Whether a body of this type and size has encoded forms at all; only then does its answer vary with Accept-Encoding. */
 export function isCompressible(type: string, bytes: number): boolean {

@@ -21,7 +21,7 @@ import type { Caller, Device } from '../domain/credentials.js';
 import { claimLeaseMs } from '../domain/idempotency.js';
 import { Internal } from '../errors.js';
 import type { Services } from '../services.js';
-import { authorize, identify } from './auth.js';
+import { authorize, identify, presented, type Presented } from './auth.js';
 import { readJsonBody, readRawBody } from './body.js';
 import type { Contract, ContractOperation } from './contract.js';
 import type { Reply } from './envelope.js';
@@ -83,6 +83,7 @@ class Dispatch {
   readonly #operationId: OperationId;
   readonly #params: Record<string, string>;
   readonly #authorization: string | undefined;
+  #credential: Presented | undefined;
   #forked: EntityManager | undefined;
 
   constructor(setup: Setup, ctx: Context) {
@@ -103,9 +104,11 @@ class Dispatch {
   /** The request's entity manager, forked when something first uses it. */
   readonly em = (): EntityManager => (this.#forked ??= unitOfWork(this.#setup.orm));
 
-  /** Resolves the credential, if the operation needs one. */
+  /** Resolves the credential (the `Authorization` header, else the session cookie), if the operation needs one. */
   identify(): Promise<void> {
-    const identifying = identify(this.#op, this.#authorization, this.em);
+    const credential = this.#op.isPublic ? undefined : presented(this.#ctx, this.#authorization);
+    this.#credential = credential;
+    const identifying = credential && identify(this.#op, credential, this.em);
     return identifying ? identifying.then((resolved) => this.count(resolved)) : this.count(undefined);
   }
 
@@ -117,7 +120,7 @@ class Dispatch {
 
   /** Refuses a request without the credential it needs, then reads its body, if the pipeline reads it. */
   private read(resolved: Caller | undefined): Promise<void> {
-    const caller = authorize(this.#op, resolved);
+    const caller = this.#credential && authorize(this.#op, resolved, this.#credential);
     const op = this.#op;
     if (op.hasBody && !op.rawBody) return readJsonBody(this.#ctx).then((body) => this.run(caller, body));
     return this.run(caller, undefined);
@@ -140,11 +143,29 @@ class Dispatch {
       query: checked.query,
       body,
     } as CheckedParts<typeof operationId>;
-    const input = new HandlerInput(parts, ctx, op, contract, { authorization: this.#authorization, caller, em: this.em, services });
+    const input = new HandlerInput(parts, ctx, op, contract, {
+      authorization: this.#authorization,
+      caller,
+      viaCookie: this.#credential?.via === 'cookie',
+      em: this.em,
+      services,
+    });
     const work = () => callHandler(handlers, operationId, input);
     const key = op.takesIdempotencyKey ? ctx.get(IDEMPOTENCY_KEY) : '';
     const replying =
-      key && caller ? onceForKey({ ctx, em: this.em(), scope: { userId: caller.userId, key }, body, leaseMs }, work) : work();
+      key && caller
+        ? onceForKey(
+            {
+              ctx,
+              em: this.em(),
+              scope: { userId: caller.userId, key },
+              body,
+              leaseMs,
+              limitedCredential: caller.grant.projectIds ? caller.credentialId : undefined,
+            },
+            work,
+          )
+        : work();
     return replying.then((reply) => {
       ctx.state.reply = reply;
     });
@@ -164,6 +185,7 @@ class HandlerInput<K extends OperationId> implements HandlerContext<K> {
   readonly readRawBody: HandlerContext<K>['readRawBody'];
   readonly validateBody: HandlerContext<K>['validateBody'];
   readonly authorization: string | undefined;
+  readonly viaCookie: boolean;
   readonly services: Services;
   readonly #caller: Caller | undefined;
   readonly #em: () => EntityManager;
@@ -175,7 +197,13 @@ class HandlerInput<K extends OperationId> implements HandlerContext<K> {
     ctx: Context,
     op: ContractOperation,
     contract: Contract,
-    request: { authorization: string | undefined; caller: Caller | undefined; em: () => EntityManager; services: Services },
+    request: {
+      authorization: string | undefined;
+      caller: Caller | undefined;
+      viaCookie: boolean;
+      em: () => EntityManager;
+      services: Services;
+    },
   ) {
     this.params = parts.params;
     this.headers = parts.headers;
@@ -184,6 +212,7 @@ class HandlerInput<K extends OperationId> implements HandlerContext<K> {
     this.readRawBody = op.rawBody ? (limitBytes: number) => readRawBody(ctx, limitBytes) : notRawBody;
     this.validateBody = op.rawBody ? (value: unknown) => contract.validateBody(op, value) : notRawBody;
     this.authorization = request.authorization;
+    this.viaCookie = request.viaCookie;
     this.services = request.services;
     this.#caller = request.caller;
     this.#em = request.em;

@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import { isMissingReference, sqlStateOf } from '../db/errors.js';
 import { ApiError, Internal, NotFound, Unavailable } from '../errors.js';
 import { PreparedBody, sendPrepared } from './representation.js';
+import { clearedSessionCookie, sessionCookie } from './session-cookie.js';
 
 /**
  * What a request's handling ends with, for the envelope to send: a handler's answer (a status with
@@ -27,7 +28,12 @@ export interface Reply {
   raw?: unknown;
   /** A Server-Sent Events stream. */
   stream?: Readable;
+  /** The `sb_session` cookie to set with the answer (a session opened with `cookie: true`), or clear (null: logout). Never replayed. */
+  sessionCookie?: SessionCookieChange;
 }
+
+/** A new session's token and lifetime for the `sb_session` cookie, or null to clear the cookie. */
+export type SessionCookieChange = { token: string; maxAgeSeconds: number } | null;
 
 declare module 'koa' {
   interface DefaultState {
@@ -158,6 +164,7 @@ function answer(ctx: Context): void {
     const reply = ctx.state.reply;
     if (!reply) return; // not an API route (static files): nothing to wrap
     ctx.status = reply.status;
+    if (reply.sessionCookie !== undefined) ctx.append('Set-Cookie', setCookie(reply.sessionCookie, ctx.secure));
     if (reply.stream) {
       ctx.type = 'text/event-stream';
       ctx.set({ 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
@@ -177,6 +184,11 @@ function answer(ctx: Context): void {
     body = failure(ctx, thrown);
   }
   sendJson(ctx, body);
+}
+
+/** The `Set-Cookie` value of a change to the session cookie, `Secure` over HTTPS. */
+function setCookie(change: SessionCookieChange, secure: boolean): string {
+  return change ? sessionCookie(change.token, change.maxAgeSeconds, secure) : clearedSessionCookie(secure);
 }
 
 /** The failure's status and headers set on the answer; its body returned. */

@@ -7,6 +7,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { operations } from '../../../spec/generated/openapi.js';
 import type { Caller, Device } from '../domain/credentials.js';
 import type { Services } from '../services.js';
+import type { SessionCookieChange } from './envelope.js';
 
 export type OperationId = keyof operations;
 type Op<K extends OperationId> = operations[K];
@@ -30,8 +31,13 @@ type ResultFor<K extends OperationId, S extends keyof Responses<K>> = S extends 
       ? { status: S; data: D }
       : { status: S; raw: Json<Responses<K>[S]> };
 
-/** What a handler returns: a documented success status with its payload (the envelope is added for it). */
-export type Result<K extends OperationId> = { [S in SuccessStatus<K>]: ResultFor<K, S> }[SuccessStatus<K>];
+/**
+ * What a handler returns: a documented success status with its payload (the envelope is added for
+ * it), and the `sb_session` cookie to set or clear with it, if any (envelope.ts writes it).
+ */
+export type Result<K extends OperationId> = { [S in SuccessStatus<K>]: ResultFor<K, S> }[SuccessStatus<K>] & {
+  sessionCookie?: SessionCookieChange;
+};
 
 export interface HandlerContext<K extends OperationId> {
   params: PathParams<K>;
@@ -51,6 +57,8 @@ export interface HandlerContext<K extends OperationId> {
   readonly caller: Caller;
   /** The raw `Authorization` header, for the public operations that must look at it (sign-up). */
   authorization: string | undefined;
+  /** The caller's session came in the `sb_session` cookie rather than the `Authorization` header (http/session-cookie.ts). */
+  viaCookie: boolean;
   device: Device;
   em: EntityManager;
   services: Services;

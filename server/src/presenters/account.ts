@@ -18,8 +18,14 @@ export function presentUser(user: User, icons: IconUrls): Schemas['User'] {
   };
 }
 
-export function presentSessionGrant(grant: { user: User; session: Session; token: string }, icons: IconUrls): Schemas['SessionGrant'] {
-  return { token: grant.token, expires_at: grant.session.expiresAt.toISOString(), user: presentUser(grant.user, icons) };
+/** `inCookie`: the token goes in the `sb_session` cookie, so the body leaves it out. */
+export function presentSessionGrant(
+  grant: { user: User; session: Session; token: string },
+  icons: IconUrls,
+  inCookie = false,
+): Schemas['SessionGrant'] {
+  const shown = { expires_at: grant.session.expiresAt.toISOString(), user: presentUser(grant.user, icons) };
+  return inCookie ? shown : { token: grant.token, ...shown };
 }
 
 /** A token as listed; `projects`: the namespaces of the projects it is limited to, null when it is not. */

@@ -185,6 +185,11 @@ export class IconStore {
     return bytes;
   }
 
+  /** The address icons are served under: `CDN_URL`, or the service's own `/cdn`. */
+  baseUrl(): string {
+    return this.publicBaseUrl();
+  }
+
   url(key: string | null | undefined): string | null {
     if (key == null) return null;
     return `${this.publicBaseUrl()}/icons/${checkKey(key)}.png`;

@@ -35,6 +35,11 @@ export async function findUserByUsername(em: EntityManager, username: string): P
   return em.findOne(User, { username: usernameKey(username) });
 }
 
+/** Whether the database holds any account at all (none: the service's first run). */
+export async function anyUser(em: EntityManager): Promise<boolean> {
+  return (await em.find(User, {}, { fields: ['id'], limit: 1 })).length > 0;
+}
+
 /** A new user, written at once (so that a taken username or address fails here, as its 409). */
 export async function insertUser(em: EntityManager, fields: { username: string; email: string; passwordHash: string }): Promise<User> {
   const user = em.create(User, { ...fields, username: usernameKey(fields.username), icon: null });
