@@ -48,7 +48,7 @@ describe('the web console in a browser', function () {
     if (!html.includes('<div id="app">'))
       throw new Error('the service does not serve the console: build it first (`npm run build:console`; npm test does)');
     browser = await launch();
-    owner = await browser.newContext({ viewport: DESKTOP, baseURL: baseUrl() });
+    owner = await browser.newContext({ viewport: DESKTOP, baseURL: baseUrl(), locale: 'en-US' });
     page = await newPage(owner);
   });
 
@@ -263,7 +263,7 @@ describe('the web console in a browser', function () {
     await expectAccessible(page, '/projects/{namespace}/members');
     await screenshot(page, 'members');
 
-    const other = await browser.newContext({ viewport: PHONE, baseURL: baseUrl(), isMobile: true, hasTouch: true });
+    const other = await browser.newContext({ viewport: PHONE, baseURL: baseUrl(), locale: 'en-US', isMobile: true, hasTouch: true });
     try {
       const second = await newPage(other);
       await second.goto('/login');
@@ -350,7 +350,7 @@ describe('the web console in a browser', function () {
   });
 
   it('passes axe-core in dark mode and on the public pages', async () => {
-    const anonymous = await browser.newContext({ viewport: DESKTOP, baseURL: baseUrl(), colorScheme: 'dark' });
+    const anonymous = await browser.newContext({ viewport: DESKTOP, baseURL: baseUrl(), locale: 'en-US', colorScheme: 'dark' });
     try {
       const p = await newPage(anonymous);
       await p.goto('/reset-password');
@@ -424,7 +424,7 @@ describe('the web console in a browser', function () {
     const sdk = new Signalboard({ baseUrl: baseUrl(), token: apiToken, maxRetries: 0 });
     page.on('dialog', (dialog) => void dialog.accept());
     await page.goto('/account');
-    await page.getByRole('button', { name: 'Revoke shop backend' }).click();
+    await page.getByRole('listitem').filter({ hasText: 'shop backend' }).getByRole('button', { name: 'Revoke' }).click();
     await page.getByText('No API tokens.').waitFor();
     const refused = await sdk.events.publish(namespace, 'general', { event: 'too late' }).catch((error: unknown) => error);
     expect(refused).to.be.instanceOf(SignalboardApiError);

@@ -3,8 +3,8 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
 import { sb } from '../api.ts';
-import { signedIn } from '../session.ts';
-import { ErrorNote, Field, Form, PageTitle } from '../ui.tsx';
+import { signedIn, useMe } from '../session.ts';
+import { ErrorNote, Field, Form, Notice, PageTitle } from '../ui.tsx';
 
 /** Where to go after signing in: a path of this console only, never another site. */
 export function nextPath(search: string): string {
@@ -16,6 +16,7 @@ export default function Login() {
   const [login, setLogin] = useState('');
   const [password, setPassword] = useState('');
   const client = useQueryClient();
+  const { user } = useMe();
   const search = useSearch();
   const [, navigate] = useLocation();
   const mutation = useMutation({
@@ -28,6 +29,11 @@ export default function Login() {
   return (
     <section class="narrow">
       <PageTitle title="Log in">Log in</PageTitle>
+      {user && (
+        <Notice>
+          You are signed in as {user.username}: <Link href="/projects">your projects</Link>. Logging in here starts another session.
+        </Notice>
+      )}
       <Form onSubmit={() => mutation.mutate()} label="Log in">
         <Field label="Username or email" value={login} onValue={setLogin} autoComplete="username" required autoFocus />
         <Field label="Password" type="password" value={password} onValue={setPassword} autoComplete="current-password" required />

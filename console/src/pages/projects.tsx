@@ -137,7 +137,6 @@ function ReceivedInvites() {
             <button
               type="button"
               disabled={answer.isPending}
-              aria-label={`Accept the invite to ${invite.project.name}`}
               onClick={() => answer.mutate({ namespace: invite.project.namespace, accept: true })}
             >
               Accept
@@ -146,7 +145,6 @@ function ReceivedInvites() {
               type="button"
               class="secondary"
               disabled={answer.isPending}
-              aria-label={`Decline the invite to ${invite.project.name}`}
               onClick={() => answer.mutate({ namespace: invite.project.namespace, accept: false })}
             >
               Decline

@@ -3,8 +3,8 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
 import { sb } from '../api.ts';
-import { signedIn } from '../session.ts';
-import { ErrorNote, Field, Form, PageTitle } from '../ui.tsx';
+import { signedIn, useMe } from '../session.ts';
+import { ErrorNote, Field, Form, Notice, PageTitle } from '../ui.tsx';
 
 export default function Signup() {
   const search = useSearch();
@@ -13,6 +13,7 @@ export default function Signup() {
   const [password, setPassword] = useState('');
   const [invite, setInvite] = useState(() => new URLSearchParams(search).get('invite') ?? '');
   const client = useQueryClient();
+  const { user } = useMe();
   const [, navigate] = useLocation();
   const mutation = useMutation({
     mutationFn: () => sb.auth.signup({ username, email, password, invite, cookie: true }),
@@ -24,6 +25,11 @@ export default function Signup() {
   return (
     <section class="narrow">
       <PageTitle title="Sign up">Sign up</PageTitle>
+      {user && (
+        <Notice>
+          You are signed in as {user.username}: <Link href="/projects">your projects</Link>. Log out first to sign up another account.
+        </Notice>
+      )}
       <Form onSubmit={() => mutation.mutate()} label="Sign up">
         <Field
           label="Username"

@@ -105,7 +105,6 @@ export function TokensSection() {
                 type="button"
                 class="danger"
                 disabled={revoke.isPending}
-                aria-label={`Revoke ${token.name}`}
                 onClick={() => {
                   if (confirm(`Revoke the token ${token.name}? Code using it stops working at once.`)) revoke.mutate(token.id);
                 }}
