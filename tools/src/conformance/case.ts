@@ -35,6 +35,8 @@ export interface State {
   b: Account;
   /** A's second session, from login. */
   a2?: string;
+  /** A's session from a login with `cookie: true`: the `sb_session` cookie's value. */
+  aCookie?: string;
   /** A's API token. */
   apiToken?: { id: string; token: string };
   /** A's narrowed API tokens, both limited to P1: one that may only publish, one that may only read. */

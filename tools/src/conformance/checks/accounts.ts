@@ -1,7 +1,8 @@
 /**
  * Accounts and sessions: sign-up (the only cases that spend invite uses: two accounts), login, the
- * current user. Sign-up and login are rate-limited per address (10 a minute by default): these
- * cases send 16 of them, so against default limits the run waits once, about a minute.
+ * current user, and the session cookie of a login with `cookie: true`. Sign-up and login are
+ * rate-limited per address (10 a minute by default): these cases send 17 of them, so against default
+ * limits the run waits once, about a minute.
  */
 import { INVITE_USES, Mismatch, randomToken, type CaseContext, type CaseDef } from '../case.js';
 import type { Exchange } from '../http.js';
@@ -213,6 +214,53 @@ export const accountCases: CaseDef[] = [
       t.ledger.sessions.set(data.token, `user A (${a.username.toLowerCase()}), from login`);
     },
   },
+  {
+    group,
+    op: LOGIN,
+    expect: '201',
+    title: 'a login with cookie: true sets the session as an HttpOnly, SameSite=Strict cookie and leaves the token out of the body',
+    run: async (t) => {
+      const { a } = t.state;
+      t.need(a.id, 'user A');
+      const exchange = await t.send({
+        method: 'POST',
+        path: '/v1/auth/login',
+        json: { login: a.username, password: a.password, cookie: true },
+      });
+      const data = t.expect(exchange, 201);
+      t.check(data !== null && typeof data === 'object' && !('token' in data), 'no token in the body', exchange);
+      t.check(data.user?.id === a.id, 'the same account', exchange);
+      const cookies = exchange.headers.getSetCookie();
+      const secure = new URL(t.options.baseUrl).protocol === 'https:' ? '; Secure' : '';
+      const match = new RegExp(`^sb_session=(ses_[A-Za-z0-9_-]{43}); HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000${secure}$`).exec(
+        cookies[0] ?? '',
+      );
+      t.check(
+        cookies.length === 1 && match,
+        `one Set-Cookie: sb_session=<session>; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000${secure} (got ${cookies.length})`,
+        exchange,
+      );
+      t.state.aCookie = match![1]!;
+      t.ledger.sessions.set(match![1]!, `user A (${a.username.toLowerCase()}), from a login with cookie: true`);
+    },
+  },
+  {
+    group,
+    op: ME,
+    expect: '200',
+    title: "the session cookie authenticates a request from the service's own origin (Sec-Fetch-Site: same-origin)",
+    run: async (t) => {
+      const cookie = t.need(t.state.aCookie, 'the session cookie of user A');
+      const headers = { Cookie: `sb_session=${cookie}`, 'Sec-Fetch-Site': 'same-origin' };
+      const data = t.expect(await t.send({ method: 'GET', path: '/v1/users/me', headers }), 200);
+      t.check(data.id === t.state.a.id, 'user A');
+    },
+  },
+  oneRequest(group, ME, '403 csrf_refused', 'the session cookie from a page of another origin is refused', (t) => ({
+    method: 'GET',
+    path: '/v1/users/me',
+    headers: { Cookie: `sb_session=${t.need(t.state.aCookie, 'the session cookie of user A')}`, Origin: 'https://conformance.invalid' },
+  })),
   {
     group,
     op: ME,
