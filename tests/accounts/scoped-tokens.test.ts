@@ -2,7 +2,7 @@
  * API tokens narrowed when they are made: `projects` (the only projects they reach: any other is 404,
  * as to a non-member) and `scopes` (the operations they may call, by each operation's `x-scope`: any
  * other is 403 `insufficient_scope`). Every refusal is checked to leave the database as it was;
- * tokens made with neither behave as before; the list shows what each token reaches; a renamed
+ * tokens made with neither reach every project with scope all; the list shows what each token reaches; a renamed
  * project keeps its tokens; and publishing, the one thing a publish-only token in a web page does,
  * answers CORS to the allowed origins while nothing else does.
  */
@@ -98,7 +98,7 @@ describe('scoped API tokens', () => {
   });
 
   describe('made with neither projects nor scopes', () => {
-    it('answer projects null and scopes ["all"], are stored as every token was, and act on every project of their user, those joined later included', async () => {
+    it('answer projects null and scopes ["all"], are stored with scopes {all} and no limit, and act on every project of their user, those joined later included', async () => {
       const made = await mint(owner.token, { name: 'broad' });
       expect(made).to.include({ projects: null });
       expect(made.scopes).to.deep.equal(['all']);
@@ -258,6 +258,24 @@ describe('scoped API tokens', () => {
       // The project list shows its projects alone.
       const list = expectData(await call('GET', '/v1/projects', limited.token));
       expect(list.items.map((p: Project) => p.namespace)).to.deep.equal([a.namespace]);
+    });
+
+    it('a limited token is never given an answer recorded for another credential of its user: 422 for its key, its own retries replayed', async () => {
+      const limited = await mint(owner.token, { name: 'keys', projects: [a.namespace], scopes: ['events:write'] });
+      const reused = key();
+      const event = { event: 'Keyed' };
+      expectData(await call('POST', projectPath(b.namespace, '/feeds/general/events'), owner.token, event, reused), 201);
+      const before = await everyRowCount();
+      const answer = await call('POST', projectPath(b.namespace, '/feeds/general/events'), limited.token, event, reused);
+      expectError(answer, 422, 'idempotency_key_reused');
+      expect(answer.headers.get('idempotent-replayed')).to.equal(null);
+      expect(await everyRowCount()).to.deep.equal(before);
+
+      const own = key();
+      const first = expectData(await call('POST', projectPath(a.namespace, '/feeds/general/events'), limited.token, event, own), 201);
+      const again = await call('POST', projectPath(a.namespace, '/feeds/general/events'), limited.token, event, own);
+      expect(again.headers.get('idempotent-replayed')).to.equal('true');
+      expect(expectData(again, 201).id).to.equal(first.id);
     });
 
     it("a limited token is refused the account's own operations, which reach beyond its projects, even with scope all", async () => {
