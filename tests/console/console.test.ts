@@ -449,4 +449,19 @@ describe('the web console in a browser', function () {
       await replay.close();
     }
   });
+
+  it('logs in again with the keyboard alone', async () => {
+    await page.goto('/login');
+    // The first field has the focus when the page opens.
+    await page.waitForFunction(() => document.activeElement?.getAttribute('autocomplete') === 'username');
+    await page.keyboard.type(ada.username);
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(ada.password);
+    await page.keyboard.press('Enter');
+    await page.waitForURL('**/projects');
+    await page.getByRole('link', { name: 'Acme Shop Inc.' }).focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL(`**/projects/${namespace}`);
+    await page.getByRole('heading', { name: 'Live feed' }).waitFor();
+  });
 });

@@ -1,5 +1,6 @@
 /** /account: the signed-in account: username, icon, e-mail, password, API tokens, sessions, logging out and deleting it. */
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useAction } from '../mutation.ts';
 import { useState } from 'preact/hooks';
 import { useLocation } from 'wouter-preact';
 import { sb, type User } from '../api.ts';
@@ -36,7 +37,7 @@ function Profile({ user }: { user: User }) {
   const [username, setUsername] = useState(user.username);
   const [icon, setIcon] = useState<string | null>(null);
   const client = useQueryClient();
-  const mutation = useMutation({
+  const mutation = useAction({
     mutationFn: (body: { username?: string; icon?: string | null }) => sb.users.update(body),
     onSuccess: (updated) => {
       setIcon(null);
@@ -73,7 +74,7 @@ function Profile({ user }: { user: User }) {
 function Email() {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
-  const mutation = useMutation({
+  const mutation = useAction({
     mutationFn: () => sb.users.changeEmail({ email, current_password: password }),
     onSuccess: () => setPassword(''),
   });
@@ -97,7 +98,7 @@ function Password() {
   const [current, setCurrent] = useState('');
   const [next, setNext] = useState('');
   const client = useQueryClient();
-  const mutation = useMutation({
+  const mutation = useAction({
     mutationFn: () => sb.users.changePassword({ current_password: current, new_password: next }),
     onSuccess: () => {
       setCurrent('');
@@ -125,7 +126,7 @@ function Sessions() {
   const client = useQueryClient();
   const sessions = useQuery({ queryKey: ['sessions'], queryFn: () => sb.sessions.list({ limit: 100 }).page() });
   const [, navigate] = useLocation();
-  const revoke = useMutation({
+  const revoke = useAction({
     mutationFn: (id: string) => sb.sessions.delete(id),
     onSuccess: (_done, id) => {
       if (sessions.data?.items.find((s) => s.id === id)?.current) {
@@ -181,7 +182,7 @@ function DeleteAccount() {
   const [password, setPassword] = useState('');
   const client = useQueryClient();
   const [, navigate] = useLocation();
-  const mutation = useMutation({
+  const mutation = useAction({
     mutationFn: () => sb.users.deleteMe({ password }),
     onSuccess: () => {
       signedIn(client, null);

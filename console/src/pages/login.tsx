@@ -1,5 +1,6 @@
 /** /login: username (or e-mail) and password; the session becomes the service's HttpOnly cookie. */
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useQueryClient } from '@tanstack/react-query';
+import { useAction } from '../mutation.ts';
 import { useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
 import { sb } from '../api.ts';
@@ -19,7 +20,7 @@ export default function Login() {
   const { user } = useMe();
   const search = useSearch();
   const [, navigate] = useLocation();
-  const mutation = useMutation({
+  const mutation = useAction({
     mutationFn: () => sb.auth.login({ login, password, cookie: true }),
     onSuccess: (grant) => {
       signedIn(client, grant.user);

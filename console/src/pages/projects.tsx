@@ -1,5 +1,6 @@
 /** /projects: the projects one is a member of, a new one, and the invites received. */
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useAction } from '../mutation.ts';
 import { useState } from 'preact/hooks';
 import { Link, useLocation } from 'wouter-preact';
 import { sb } from '../api.ts';
@@ -52,7 +53,7 @@ function CreateProject() {
   const [icon, setIcon] = useState<string | null>(null);
   const client = useQueryClient();
   const [, navigate] = useLocation();
-  const mutation = useMutation({
+  const mutation = useAction({
     mutationFn: () => sb.projects.create({ name, namespace, ...(icon ? { icon } : {}) }),
     onSuccess: (project) => {
       void client.invalidateQueries({ queryKey: projectsKey });
@@ -112,7 +113,7 @@ function ReceivedInvites() {
   const { user } = useMe();
   const client = useQueryClient();
   const invites = useQuery({ queryKey: receivedInvitesKey, queryFn: () => sb.users.listReceivedInvites({ limit: 100 }).page() });
-  const answer = useMutation({
+  const answer = useAction({
     mutationFn: ({ namespace, accept }: { namespace: string; accept: boolean }) =>
       accept ? sb.invites.accept(namespace, user!.username) : sb.invites.delete(namespace, user!.username),
     onSuccess: () => {

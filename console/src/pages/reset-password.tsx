@@ -2,7 +2,7 @@
  * /reset-password: ask for a link by e-mail; /reset-password?token=… (the link's address): set a new
  * password with it.
  */
-import { useMutation } from '@tanstack/react-query';
+import { useAction } from '../mutation.ts';
 import { useState } from 'preact/hooks';
 import { Link, useSearch } from 'wouter-preact';
 import { sb } from '../api.ts';
@@ -15,7 +15,7 @@ export default function ResetPassword() {
 
 function RequestLink() {
   const [email, setEmail] = useState('');
-  const mutation = useMutation({ mutationFn: () => sb.auth.requestPasswordReset({ email }) });
+  const mutation = useAction({ mutationFn: () => sb.auth.requestPasswordReset({ email }) });
   return (
     <section class="narrow">
       <PageTitle title="Reset your password">Reset your password</PageTitle>
@@ -39,7 +39,7 @@ function RequestLink() {
 
 function SetPassword({ token }: { token: string }) {
   const [password, setPassword] = useState('');
-  const mutation = useMutation({ mutationFn: () => sb.auth.confirmPasswordReset({ token, new_password: password }) });
+  const mutation = useAction({ mutationFn: () => sb.auth.confirmPasswordReset({ token, new_password: password }) });
   return (
     <section class="narrow">
       <PageTitle title="Set a new password">Set a new password</PageTitle>

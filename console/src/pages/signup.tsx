@@ -1,5 +1,6 @@
 /** /signup?invite=CODE: a new account with an invite code, signed in at once (the cookie). */
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useQueryClient } from '@tanstack/react-query';
+import { useAction } from '../mutation.ts';
 import { useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
 import { sb } from '../api.ts';
@@ -15,7 +16,7 @@ export default function Signup() {
   const client = useQueryClient();
   const { user } = useMe();
   const [, navigate] = useLocation();
-  const mutation = useMutation({
+  const mutation = useAction({
     mutationFn: () => sb.auth.signup({ username, email, password, invite, cookie: true }),
     onSuccess: (grant) => {
       signedIn(client, grant.user);

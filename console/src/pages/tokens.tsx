@@ -1,5 +1,6 @@
 /** The account's API tokens, for scripts (on /account): a new one is shown once, with a copy button. */
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useAction } from '../mutation.ts';
 import { useState } from 'preact/hooks';
 import { sb, type Schemas } from '../api.ts';
 import { ago, formatTime } from '../format.ts';
@@ -23,7 +24,7 @@ export function TokensSection() {
   const [project, setProject] = useState('');
   const [scope, setScope] = useState<Scope>('all');
   const [created, setCreated] = useState<Created | null>(null);
-  const create = useMutation({
+  const create = useAction({
     mutationFn: () => sb.tokens.create({ name, scopes: [scope], ...(project ? { projects: [project] } : {}) }),
     onSuccess: (token) => {
       setCreated(token);
@@ -31,7 +32,7 @@ export function TokensSection() {
       void client.invalidateQueries({ queryKey: ['tokens'] });
     },
   });
-  const revoke = useMutation({
+  const revoke = useAction({
     mutationFn: (id: string) => sb.tokens.delete(id),
     onSuccess: () => client.invalidateQueries({ queryKey: ['tokens'] }),
   });

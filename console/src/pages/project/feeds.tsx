@@ -1,5 +1,6 @@
 /** /projects/{namespace}/feeds: the project's feeds; create, edit and delete them. */
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useQueryClient } from '@tanstack/react-query';
+import { useAction } from '../../mutation.ts';
 import { useState } from 'preact/hooks';
 import { sb, type Feed } from '../../api.ts';
 import { ErrorNote, Field, Form, PageTitle } from '../../ui.tsx';
@@ -33,7 +34,7 @@ function FeedRow({ namespace, feed }: { namespace: string; feed: Feed }) {
   const [description, setDescription] = useState(feed.description ?? '');
   const [emoji, setEmoji] = useState(feed.emoji ?? '');
   const refresh = useRefreshProject(namespace);
-  const update = useMutation({
+  const update = useAction({
     mutationFn: () =>
       sb.feeds.update(namespace, feed.name, {
         ...(name !== feed.name ? { name } : {}),
@@ -45,7 +46,7 @@ function FeedRow({ namespace, feed }: { namespace: string; feed: Feed }) {
       setEditing(false);
     },
   });
-  const remove = useMutation({ mutationFn: () => sb.feeds.delete(namespace, feed.name), onSuccess: refresh });
+  const remove = useAction({ mutationFn: () => sb.feeds.delete(namespace, feed.name), onSuccess: refresh });
   if (editing)
     return (
       <li class="row">
@@ -96,7 +97,7 @@ function CreateFeed({ namespace }: { namespace: string }) {
   const [description, setDescription] = useState('');
   const [emoji, setEmoji] = useState('');
   const refresh = useRefreshProject(namespace);
-  const create = useMutation({
+  const create = useAction({
     mutationFn: () => sb.feeds.create(namespace, { name, ...(description ? { description } : {}), ...(emoji ? { emoji } : {}) }),
     onSuccess: async () => {
       await refresh();

@@ -1,5 +1,6 @@
 /** /projects/{namespace}/insights: the project's figures as tiles, refreshed every few seconds. */
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useAction } from '../../mutation.ts';
 import { useState } from 'preact/hooks';
 import { sb } from '../../api.ts';
 import { ago, formatTime, formatValue } from '../../format.ts';
@@ -54,7 +55,7 @@ function CreateInsight({ namespace, queryKey }: { namespace: string; queryKey: s
   const [value, setValue] = useState('0');
   const [emoji, setEmoji] = useState('');
   const client = useQueryClient();
-  const mutation = useMutation({
+  const mutation = useAction({
     mutationFn: () => {
       const number = Number(value);
       return sb.insights.create(namespace, {

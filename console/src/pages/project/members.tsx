@@ -2,7 +2,8 @@
  * /projects/{namespace}/members: who is in the project; invites by username, pending invites,
  * removing members and handing over ownership (the owner), leaving (a member).
  */
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useAction } from '../../mutation.ts';
 import { useState } from 'preact/hooks';
 import { useLocation } from 'wouter-preact';
 import { sb } from '../../api.ts';
@@ -16,7 +17,7 @@ export default function Members({ project }: ProjectPageProps) {
   const [, navigate] = useLocation();
   const isOwner = project.members.some((m) => m.role === 'owner' && m.id === user?.id);
   const refresh = () => client.invalidateQueries({ queryKey: projectKey(project.namespace) });
-  const remove = useMutation({
+  const remove = useAction({
     mutationFn: (username: string) => sb.members.remove(project.namespace, username),
     onSuccess: async (_done, username) => {
       if (username === user?.username) {
@@ -26,7 +27,7 @@ export default function Members({ project }: ProjectPageProps) {
       } else await refresh();
     },
   });
-  const transfer = useMutation({
+  const transfer = useAction({
     mutationFn: (username: string) => sb.projects.transferOwnership(project.namespace, { username }),
     onSuccess: refresh,
   });
@@ -95,7 +96,7 @@ function Invites({ namespace }: { namespace: string }) {
   const invites = useQuery({ queryKey: key, queryFn: () => sb.invites.list(namespace, { limit: 100 }).page() });
   const [username, setUsername] = useState('');
   const [sent, setSent] = useState<string | null>(null);
-  const invite = useMutation({
+  const invite = useAction({
     mutationFn: () => sb.invites.create(namespace, { username }),
     onSuccess: async () => {
       setSent(username);
@@ -103,7 +104,7 @@ function Invites({ namespace }: { namespace: string }) {
       await client.invalidateQueries({ queryKey: key });
     },
   });
-  const cancel = useMutation({
+  const cancel = useAction({
     mutationFn: (invitee: string) => sb.invites.delete(namespace, invitee),
     onSuccess: () => client.invalidateQueries({ queryKey: key }),
   });

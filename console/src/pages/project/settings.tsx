@@ -1,5 +1,6 @@
 /** /projects/{namespace}/settings: name and namespace, icon, billing (the owner) and deletion. */
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useQueryClient } from '@tanstack/react-query';
+import { useAction } from '../../mutation.ts';
 import { useState } from 'preact/hooks';
 import { useLocation } from 'wouter-preact';
 import { errorMessage, isApiError, sb, statusOf } from '../../api.ts';
@@ -26,7 +27,7 @@ function Rename({ project }: ProjectPageProps) {
   const [namespace, setNamespace] = useState(project.namespace);
   const client = useQueryClient();
   const [, navigate] = useLocation();
-  const mutation = useMutation({
+  const mutation = useAction({
     mutationFn: () =>
       sb.projects.update(project.namespace, {
         ...(name !== project.name ? { name } : {}),
@@ -66,7 +67,7 @@ function Rename({ project }: ProjectPageProps) {
 function Icon({ project }: ProjectPageProps) {
   const [icon, setIcon] = useState<string | null>(null);
   const client = useQueryClient();
-  const mutation = useMutation({
+  const mutation = useAction({
     mutationFn: (value: string | null) => sb.projects.update(project.namespace, { icon: value }),
     onSuccess: async (updated) => {
       setIcon(null);
@@ -102,12 +103,12 @@ function Billing({ project }: ProjectPageProps) {
   const onError = (error: unknown) => {
     if (statusOf(error) === 503 && isApiError(error, 'unavailable')) setOff(true);
   };
-  const checkout = useMutation({
+  const checkout = useAction({
     mutationFn: () => sb.billing.checkout(project.namespace, { tier: Number(tier) }),
     onSuccess: (s) => go(s.url),
     onError,
   });
-  const portal = useMutation({ mutationFn: () => sb.billing.portal(project.namespace), onSuccess: (s) => go(s.url), onError });
+  const portal = useAction({ mutationFn: () => sb.billing.portal(project.namespace), onSuccess: (s) => go(s.url), onError });
   const error = checkout.error ?? portal.error;
   return (
     <section class="panel" aria-labelledby="billing">
@@ -145,7 +146,7 @@ function DeleteProject({ project }: ProjectPageProps) {
   const [typed, setTyped] = useState('');
   const client = useQueryClient();
   const [, navigate] = useLocation();
-  const mutation = useMutation({
+  const mutation = useAction({
     mutationFn: () => sb.projects.delete(project.namespace),
     onSuccess: async () => {
       client.removeQueries({ queryKey: projectKey(project.namespace) });
