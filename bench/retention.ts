@@ -39,7 +39,7 @@
  *   --event-batch-size N, --event-max-batches N, --event-pause-ms MS   a run's batches (default 5000, 20, 50)
  *   --no-write            print only; --keep-db  do not drop the database
  */
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -49,6 +49,18 @@ import pg from 'pg';
 import { firstUuidV7At } from '../server/src/domain/retention.js';
 import type { MaintenanceOptions } from '../server/src/maintenance/prune.js';
 import { freshDatabase } from '../tests/support/pg-cluster.js';
+import {
+  EVENT_NAMES_SQL,
+  fillWithoutIndexes,
+  loadAverage,
+  machine as describeMachine,
+  progress,
+  rows,
+  TAG_DOCUMENTS,
+  uuidV7Sql,
+  writeGeneratedBlock,
+  type FillResult,
+} from './bulk.js';
 import { load, percentile, probe, type LoadRequest, type LoadResult } from './load.js';
 import { buildService, root, serviceCommand, startService, type Child } from './processes.js';
 import { json, median, round, sleep } from './run.js';
@@ -95,15 +107,7 @@ const END_MARK = '<!-- retention:end -->';
 const outDir = path.join(os.tmpdir(), `signalboard-retention-${Date.now()}`);
 const logFile = (name: string) => path.join(outDir, `${name}.log`);
 const benchStarted = performance.now();
-
-/** Progress, on stderr: stdout carries the report alone. */
-function note(text: string): void {
-  process.stderr.write(`[${((performance.now() - benchStarted) / 1000).toFixed(0).padStart(4)} s] ${text}\n`);
-}
-
-async function rows<T extends pg.QueryResultRow>(client: pg.Client, sql: string, params: unknown[] = []): Promise<T[]> {
-  return (await client.query<T>(sql, params)).rows;
-}
+const note = progress();
 
 // ---------------------------------------------------------------------------------------------
 // The load of the retention run: autocannon until stopped, every answer kept with the moment it
@@ -223,24 +227,13 @@ async function slots(client: pg.Client, fixture: Fixture): Promise<{ projects: s
   return out;
 }
 
-/**
- * Rows i in [$5, $6): `created_at` advances evenly from $3 by $4 ms a row; the id is its 48 bits of
- * milliseconds, then a v4 uuid from its 14th hex digit on (its random bits and variant), the
- * version digit in between set to 7.
- */
+/** Rows i in [$5, $6): `created_at` advances evenly from $3 by $4 ms a row; the id is a UUID v7 of it. */
 const FILL = `
-  with tag_documents as (
-    select array_agg(jsonb_build_object(
-             'plan', case when j % 50 = 0 then 'enterprise' when j % 10 = 0 then 'team' when j % 4 = 0 then 'pro' else 'free' end,
-             'seats', 1 + (j * 7) % 40,
-             'trial', j % 7 = 0,
-             'country', (array['us', 'de', 'fr', 'gb', 'jp', 'br', 'in', 'ca'])[1 + j % 8]) order by j) as docs
-      from generate_series(0, 999) as j
-  )
+  with ${TAG_DOCUMENTS}
   insert into events (id, project_id, feed_id, event, description, emoji, tags, timestamp, created_at)
-  select (lpad(to_hex(r.ms), 12, '0') || '7' || substr(replace(gen_random_uuid()::text, '-', ''), 14))::uuid,
+  select ${uuidV7Sql('r.ms')},
          ($1::uuid[])[r.slot], ($2::uuid[])[r.slot],
-         (array['New signup', 'Payment succeeded', 'Page view', 'Deploy finished', 'Invoice paid', 'Error reported', 'Trial started'])[1 + r.i % 7],
+         (${EVENT_NAMES_SQL})[1 + r.i % 7],
          case when r.i % 3 <> 0 then 'Customer ' || (r.i % 9973) || ', order ' || r.i end,
          (array['🎉', '💰', '🚀', null, null, '⚠️'])[1 + r.i % 6],
          d.docs[1 + floor(random() * 1000)::int],
@@ -251,57 +244,21 @@ const FILL = `
                          timestamptz 'epoch' + ($3::bigint + floor(g.i * $4::float8)::bigint) * interval '1 millisecond' as at,
                          1 + floor(random() * 1000)::int as slot) as r`;
 
-interface FillResult {
-  insertMs: number;
-  indexMs: number;
-  vacuumMs: number;
-  bytes: number;
-}
-
 /**
- * Fills `events` as a restore would: the migrations' indexes dropped, the rows inserted in id order
- * with the foreign-key triggers skipped (the rows reference seeded projects and feeds by
- * construction), the same index definitions built again, then VACUUM ANALYZE.
+ * Fills `events` as a restore would (bench/bulk.ts): the rows inserted in id order without the
+ * migrations' indexes and with the foreign-key triggers skipped (the rows reference seeded
+ * projects and feeds by construction), the same indexes built again, then VACUUM ANALYZE.
  */
 async function fill(client: pg.Client, to: { projects: string[]; feeds: string[] }): Promise<FillResult> {
-  const started = performance.now();
-  const definitions = (
-    await rows<{ indexdef: string }>(
-      client,
-      `select indexdef from pg_indexes where schemaname = 'public' and tablename = 'events' and indexname <> 'events_pkey' order by indexname`,
-    )
-  ).map((r) => r.indexdef);
-  const [pkey] = await rows<{ def: string }>(
-    client,
-    `select pg_get_constraintdef(oid) as def from pg_constraint where conrelid = 'public.events'::regclass and conname = 'events_pkey'`,
-  );
-  if (pkey?.def !== 'PRIMARY KEY (id)') throw new Error(`events_pkey is ${pkey?.def}: the bench expects the migrations' PRIMARY KEY (id)`);
-  for (const def of definitions) await client.query(`drop index ${/^CREATE INDEX (\S+) /.exec(def)![1]}`);
-  await client.query('alter table events drop constraint events_pkey');
-  await client.query('set session_replication_role = replica');
   const startMs = Date.now() - DAYS * DAY_MS;
   const stepMs = (DAYS * DAY_MS) / EVENTS;
-  for (let from = 0; from < EVENTS; from += 1_000_000) {
-    const until = Math.min(EVENTS, from + 1_000_000);
-    await client.query(FILL, [to.projects, to.feeds, startMs, stepMs, from, until]);
-    note(`  inserted ${until.toLocaleString('en')} of ${EVENTS.toLocaleString('en')} events`);
-  }
-  await client.query('set session_replication_role = origin');
-  const indexStarted = performance.now();
-  await client.query(`set maintenance_work_mem = '1GB'`);
-  await client.query('alter table events add constraint events_pkey primary key (id)');
-  for (const def of definitions) await client.query(def);
-  await client.query('reset maintenance_work_mem');
-  const vacuumStarted = performance.now();
-  await client.query('vacuum analyze events');
-  await client.query('analyze');
-  const [size] = await rows<{ bytes: number }>(client, `select pg_total_relation_size('events')::float8 as bytes`);
-  return {
-    insertMs: indexStarted - started,
-    indexMs: vacuumStarted - indexStarted,
-    vacuumMs: performance.now() - vacuumStarted,
-    bytes: size!.bytes,
-  };
+  return fillWithoutIndexes(client, 'events', async () => {
+    for (let from = 0; from < EVENTS; from += 1_000_000) {
+      const until = Math.min(EVENTS, from + 1_000_000);
+      await client.query(FILL, [to.projects, to.feeds, startMs, stepMs, from, until]);
+      note(`  inserted ${until.toLocaleString('en')} of ${EVENTS.toLocaleString('en')} events`);
+    }
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -470,16 +427,8 @@ interface Results {
 
 async function main(): Promise<Results> {
   mkdirSync(outDir, { recursive: true });
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  const [server] = await rows<{ version: string; autovacuum: string }>(
-    admin,
-    `select current_setting('server_version') as version, current_setting('autovacuum') as autovacuum`,
-  );
-  await admin.end();
-  const cpus = os.cpus();
-  const machine = `${cpus[0]?.model.trim() ?? 'unknown'}, ${cpus.length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB; Node ${process.version}; PostgreSQL ${server!.version.split(' ')[0]} (autovacuum ${server!.autovacuum})`;
-  const loadBefore = os.loadavg().map((n) => round(n));
+  const machine = await describeMachine(adminUrl);
+  const loadBefore = loadAverage();
   note(`Logs: ${outDir}`);
   const db = await freshDatabase(adminUrl, 'sb_retention');
   note(`Database ${db.name}`);
@@ -544,7 +493,7 @@ async function main(): Promise<Results> {
       seconds: round((performance.now() - benchStarted) / 1000, 0),
       machine,
       loadBefore,
-      loadAfter: os.loadavg().map((n) => round(n)),
+      loadAfter: loadAverage(),
       fill: filled,
       usual: usualResult,
       retention: retentionResult,
@@ -625,14 +574,7 @@ function render(r: Results): string {
 
 /** Rewrites the generated block of bench/retention-results.md, keeping the rest of the file. */
 function write(report: string): void {
-  const text = existsSync(RESULTS_FILE) ? readFileSync(RESULTS_FILE, 'utf8') : '# Event retention\n';
-  const block = `${START_MARK}\n\n${report}\n\n${END_MARK}`;
-  const start = text.indexOf(START_MARK);
-  const end = text.indexOf(END_MARK);
-  writeFileSync(
-    RESULTS_FILE,
-    start >= 0 && end > start ? text.slice(0, start) + block + text.slice(end + END_MARK.length) : `${text.trimEnd()}\n\n${block}\n`,
-  );
+  writeGeneratedBlock(RESULTS_FILE, { start: START_MARK, end: END_MARK }, report, '# Event retention');
   note('Wrote bench/retention-results.md');
 }
 
