@@ -190,7 +190,7 @@ async function serviceApps(root: string): Promise<Map<string, Callback>> {
     if (left === 'requestLog') app.use((ctx, next) => ((ctx.state = { log: logger } as never), next()));
     for (const [name, make] of stages) if (name !== left) app.use(make());
     // Without the envelope, the handler's answer is sent as Koa would send it.
-    if (left === 'envelope') app.use((ctx) => void (ctx.body = ctx.state.outcome));
+    if (left === 'envelope') app.use((ctx) => void (ctx.body = ctx.state.reply));
     apps.set(`${label} without ${left}`, app.callback());
   }
   return apps;

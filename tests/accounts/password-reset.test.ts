@@ -37,7 +37,7 @@ function tokenIn(mail: Mail): string {
   const escaped = RESET_URL.replace(/[.?*+^$()[\]{}|\\/]/g, '\\$&');
   const match = new RegExp(`${escaped}(\\S+)`).exec(mail.text);
   expect(match, mail.text).to.not.equal(null);
-  const token = secret(match![1]!);
+  const token = secret(match![1]);
   expect(token).to.match(TOKEN);
   return token;
 }

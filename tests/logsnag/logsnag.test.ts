@@ -357,7 +357,7 @@ describe('LogSnag compatibility', () => {
           headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
           body: '{"project":',
         });
-        const brokenBody = (await broken.json()) as any;
+        const brokenBody = await broken.json();
         expect(broken.status).to.equal(400);
         expect(brokenBody.validation).to.deep.equal(validationOf(brokenBody.error.details));
         expect(await snapshot(project.id)).to.deep.equal(before);
