@@ -10,7 +10,8 @@ import { sb, type Event } from '../../api.ts';
 import { Empty, ErrorNote, Field, Form, Loading, PageTitle } from '../../ui.tsx';
 import type { ProjectPageProps } from '../project.tsx';
 import { EventList } from './event-list.tsx';
-import { matches, useLiveEvents, type Filters } from './live.ts';
+import { matches, type Filters } from './filters.ts';
+import { useLiveEvents } from './live.ts';
 import { useNotifications } from './notify.tsx';
 
 const PAGE = 50;

@@ -65,32 +65,3 @@ export function useLiveEvents(namespace: string, onBatch: (batch: Event[]) => vo
 
   return { events, status, problem };
 }
-
-/** The list's filters, as the URL holds them. */
-export interface Filters {
-  feed?: string | undefined;
-  tag: string[];
-  user_id?: string | undefined;
-  q?: string | undefined;
-}
-
-const WORD = /[\p{L}\p{N}]+/gu;
-
-/** Whether a live event passes the filters as the service would judge it (feed, end user, every tag, every word of q). */
-export function matches(event: Event, filters: Filters): boolean {
-  if (filters.feed && event.feed !== filters.feed) return false;
-  if (filters.user_id && event.user_id !== filters.user_id) return false;
-  for (const filter of filters.tag) {
-    const colon = filter.indexOf(':');
-    if (colon < 0) return false;
-    const value = event.tags[filter.slice(0, colon)];
-    if (value === undefined || String(value) !== filter.slice(colon + 1)) return false;
-  }
-  if (filters.q) {
-    const words = filters.q.toLowerCase().match(WORD);
-    if (!words) return false;
-    const text = new Set(`${event.event} ${event.description ?? ''}`.toLowerCase().match(WORD) ?? []);
-    if (!words.every((word) => text.has(word))) return false;
-  }
-  return true;
-}
