@@ -284,6 +284,14 @@ describe('the web console in a browser', function () {
       });
       await second.getByText('Refund issued').waitFor({ timeout: 5_000 });
       await screenshot(second, 'feed-phone');
+      // A member sees the members, may leave, and neither invites nor changes the settings.
+      await second.getByRole('link', { name: 'Members' }).click();
+      await second.getByRole('button', { name: 'Leave project' }).waitFor();
+      expect(await second.getByRole('button', { name: 'Invite' }).count()).to.equal(0);
+      await expectAccessible(second, '/projects/{namespace}/members as a member, at phone width');
+      await second.getByRole('link', { name: 'Settings' }).click();
+      await second.getByText(`Only the project's owner, ${ada.username},`).waitFor();
+      expect(await second.getByRole('button', { name: 'Save' }).count()).to.equal(0);
     } finally {
       await other.close();
     }

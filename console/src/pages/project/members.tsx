@@ -85,12 +85,12 @@ export default function Members({ project }: ProjectPageProps) {
           </li>
         ))}
       </ul>
-      <Invites namespace={project.namespace} />
+      <Invites namespace={project.namespace} isOwner={isOwner} />
     </section>
   );
 }
 
-function Invites({ namespace }: { namespace: string }) {
+function Invites({ namespace, isOwner }: { namespace: string; isOwner: boolean }) {
   const key = ['invites', namespace];
   const client = useQueryClient();
   const invites = useQuery({ queryKey: key, queryFn: () => sb.invites.list(namespace, { limit: 100 }).page() });
@@ -112,20 +112,22 @@ function Invites({ namespace }: { namespace: string }) {
   return (
     <section class="panel" aria-labelledby="invites">
       <h2 id="invites">Invites</h2>
-      <Form onSubmit={() => invite.mutate()} label="Invite someone" class="form inline">
-        <Field
-          label="Username"
-          value={username}
-          onValue={setUsername}
-          required
-          maxLength={32}
-          hint="The person signs up first; the invite waits on their projects page."
-        />
-        <ErrorNote error={invite.error} />
-        <button type="submit" disabled={invite.isPending}>
-          Invite
-        </button>
-      </Form>
+      {isOwner && (
+        <Form onSubmit={() => invite.mutate()} label="Invite someone" class="form inline">
+          <Field
+            label="Username"
+            value={username}
+            onValue={setUsername}
+            required
+            maxLength={32}
+            hint="The person signs up first; the invite waits on their projects page."
+          />
+          <ErrorNote error={invite.error} />
+          <button type="submit" disabled={invite.isPending}>
+            Invite
+          </button>
+        </Form>
+      )}
       {sent && <Notice>Invited {sent}.</Notice>}
       <ErrorNote error={invites.error ?? cancel.error} />
       {items.length === 0 ? (
@@ -139,15 +141,17 @@ function Invites({ namespace }: { namespace: string }) {
                 <strong>{pending.user.username}</strong>
                 {pending.invited_by && <span class="muted"> · invited by {pending.invited_by.username}</span>}
               </span>
-              <button
-                type="button"
-                class="secondary"
-                disabled={cancel.isPending}
-                aria-label={`Cancel the invite of ${pending.user.username}`}
-                onClick={() => cancel.mutate(pending.user.username)}
-              >
-                Cancel invite
-              </button>
+              {isOwner && (
+                <button
+                  type="button"
+                  class="secondary"
+                  disabled={cancel.isPending}
+                  aria-label={`Cancel the invite of ${pending.user.username}`}
+                  onClick={() => cancel.mutate(pending.user.username)}
+                >
+                  Cancel invite
+                </button>
+              )}
             </li>
           ))}
         </ul>

@@ -14,10 +14,19 @@ export default function Settings({ project }: ProjectPageProps) {
   return (
     <section>
       <PageTitle title={`${project.name}: settings`}>Settings</PageTitle>
-      <Rename project={project} />
-      <Icon project={project} />
-      {isOwner && <Billing project={project} />}
-      {isOwner && <DeleteProject project={project} />}
+      {isOwner ? (
+        <>
+          <Rename project={project} />
+          <Icon project={project} />
+          <Billing project={project} />
+          <DeleteProject project={project} />
+        </>
+      ) : (
+        <p>
+          Only the project's owner, {project.members.find((m) => m.role === 'owner')?.username ?? 'who created it'}, changes its name, icon
+          and billing. You can leave the project on its Members page.
+        </p>
+      )}
     </section>
   );
 }
