@@ -25,9 +25,10 @@ export class InvalidRequest extends ApiError {
     super(400, 'invalid_request', message, details);
   }
 
-  /** One bad field, pointed at as the contract's validator would. */
+  /** One bad field, pointed at as the contract's validator would; the message names it (`tag 1` for an item of a list). */
   static field(path: string, message: string): InvalidRequest {
-    return new InvalidRequest(`${path.split('/').pop()} ${message}`, [{ path, message }]);
+    const [name, index] = path.split('/').slice(-2);
+    return new InvalidRequest(`${/^\d+$/.test(index!) ? `${name} ${index}` : index} ${message}`, [{ path, message }]);
   }
 }
 

@@ -1192,7 +1192,7 @@ export interface components {
              *     address): events with the same `user_id` make that user's journey (`GET …/events?user_id=`)
              *     and count towards `GET …/users/{user_id}`.
              */
-            user_id?: (string & components["schemas"]["EndUserId"]) | null;
+            user_id?: string | null;
         };
         ChangeEmailRequest: {
             /** @description The account's password, asked again: an e-mail address is how an account is recovered. */
@@ -1850,7 +1850,7 @@ export interface components {
              *     address): events with the same `user_id` make that user's journey (`GET …/events?user_id=`)
              *     and count towards `GET …/users/{user_id}`.
              */
-            user_id?: (string & components["schemas"]["EndUserId"]) | null;
+            user_id?: string | null;
         };
         PublishEventsRequest: {
             /** @description 1–1,000 events, published in this order. */

@@ -60,6 +60,8 @@ describe('batch publish', () => {
       description: 'Order #1',
       emoji: '🛒',
       tags: { total: 12.5, paid: true, plan: 'pro' },
+      user_id: null,
+      notify: false,
       timestamp,
       created_at: items[0]!.created_at,
     });

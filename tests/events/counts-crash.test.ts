@@ -22,7 +22,7 @@ describe('event counts after a crash', function () {
     const token = await apiToken(owner.token);
     const project = await createProject(owner.token);
     expectData(await call('POST', projectPath(project.namespace, '/feeds'), owner.token, { name: 'second' }), 201);
-    const clientUrl = database().orm.config.get<string>('clientUrl');
+    const clientUrl = database().orm.config.get('clientUrl');
     const doomed = await startServiceProcess({ ...process.env, DATABASE_URL: clientUrl, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' });
 
     let n = 0;

@@ -244,6 +244,8 @@ describe('events', () => {
       description: 'ada@example.com signed up',
       emoji: '🎉',
       tags: { plan: 'pro', seats: 3, trial: false, 'utm-source': 'newsletter' },
+      user_id: null,
+      notify: false,
       timestamp: '2024-01-02T03:04:05.678Z',
       created_at: event.created_at,
     });
@@ -280,6 +282,8 @@ describe('events', () => {
       description: null,
       emoji: null,
       tags: {},
+      user_id: null,
+      notify: false,
       timestamp: event.created_at,
       created_at: event.created_at,
     });
@@ -343,8 +347,8 @@ describe('events', () => {
     expect(await names('?tag=label:true')).to.deep.equal(['signup cy']);
     expect(await names('?tag=plan:enterprise')).to.deep.equal([]);
     expect(await names('?tag=missing:x')).to.deep.equal([]);
-    expectInvalid(await call('GET', projectPath(project.namespace, '/events?tag=Plan:pro'), key), '/query/tag');
-    expectInvalid(await call('GET', projectPath(project.namespace, '/events?tag=nocolon'), key), '/query/tag');
+    expectInvalid(await call('GET', projectPath(project.namespace, '/events?tag=Plan:pro'), key), '/query/tag/0');
+    expectInvalid(await call('GET', projectPath(project.namespace, '/events?tag=nocolon'), key), '/query/tag/0');
     expectInvalid(await call('GET', projectPath(project.namespace, '/events?feed=Bad_Feed'), key), '/query/feed');
   });
 
