@@ -84,12 +84,28 @@ export function Form({
   );
 }
 
-/** The page's title: the document's, and its heading, focused after a navigation so screen readers hear where they are. */
+/** Whether the app has shown its first page: later pages are reached by navigating within it. */
+let navigated = false;
+
+/**
+ * The page's title: the document's, and its heading. After a navigation within the app the heading
+ * takes the focus (unless a field already has it), so screen readers say where the person arrived
+ * and the next Tab starts from the page's top.
+ */
 export function PageTitle({ children, title }: { children: ComponentChildren; title: string }) {
   const ref = useRef<HTMLHeadingElement>(null);
   useEffect(() => {
     document.title = `${title} · Signalboard`;
   }, [title]);
+  useEffect(() => {
+    if (!navigated) {
+      navigated = true;
+      return;
+    }
+    const active = document.activeElement;
+    if (!(active instanceof HTMLInputElement || active instanceof HTMLSelectElement || active instanceof HTMLTextAreaElement))
+      ref.current?.focus({ preventScroll: true });
+  }, []);
   return (
     <h1 ref={ref} tabIndex={-1}>
       {children}
