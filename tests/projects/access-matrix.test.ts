@@ -19,6 +19,10 @@
  * `session_required`; a scope that does not cover the operation is 403 `insufficient_scope`; a
  * project outside the token's is 404 `not_found`, as to a non-member; and otherwise the answer is
  * the owner's broad API token's, written in the row.
+ *
+ * And with the owner's session in the `sb_session` cookie (login with `cookie: true`), sent without
+ * `Authorization`: from the service's own origin it must get what the owner's session gets; from
+ * another origin 403 `csrf_refused`; a cookie naming no session 401 (derived, not written per row).
  */
 import { expect } from 'chai';
 import { coversOperation, reachesProject, type Grant, type TokenScope } from '../../server/src/policies/project.js';
@@ -36,7 +40,10 @@ type WrittenCaller = (typeof WRITTEN_CALLERS)[number];
 /** The owner's narrowed API tokens, whose answers are derived (`scopedOutcome`). */
 const TOKEN_CALLERS = ['readToken', 'eventsWriteToken', 'insightsWriteToken', 'allHereToken', 'allElsewhereToken'] as const;
 type TokenCaller = (typeof TOKEN_CALLERS)[number];
-const CALLERS = [...WRITTEN_CALLERS, ...TOKEN_CALLERS] as const;
+/** The owner's session in the `sb_session` cookie: from this origin, from another, and a cookie of no session. */
+const COOKIE_CALLERS = ['ownerCookie', 'ownerCookieCrossOrigin', 'unknownCookie'] as const;
+type CookieCaller = (typeof COOKIE_CALLERS)[number];
+const CALLERS = [...WRITTEN_CALLERS, ...TOKEN_CALLERS, ...COOKIE_CALLERS] as const;
 type Caller = (typeof CALLERS)[number];
 
 /** Each narrowed token: what it was made with. `here`: limited to the cell's project; `elsewhere`: to another project of the owner. */
@@ -67,6 +74,31 @@ const FORBIDDEN = [403, 'forbidden'] as const;
 const SESSION_REQUIRED = [403, 'session_required'] as const;
 const INSUFFICIENT_SCOPE = [403, 'insufficient_scope'] as const;
 const BILLING_OFF = [503, 'unavailable'] as const;
+const CSRF_REFUSED = [403, 'csrf_refused'] as const;
+
+/** What a page of the service sends with its cookie (`Sec-Fetch-Site`), and what a page elsewhere sends (`Origin`). */
+const FROM: Record<'here' | 'elsewhere', Record<string, string>> = {
+  here: { 'Sec-Fetch-Site': 'same-origin' },
+  elsewhere: { Origin: 'https://elsewhere.example' },
+};
+
+/** The headers of a cookie caller: its cookie (`token`, or one of no session) and where it comes from. */
+function cookieHeaders(token: string, caller: 'cookie' | 'cookieCrossOrigin' | 'unknownCookie'): Record<string, string> {
+  if (caller === 'unknownCookie') return { Cookie: `sb_session=ses_${'0'.repeat(43)}`, ...FROM.here };
+  return { Cookie: `sb_session=${token}`, ...FROM[caller === 'cookie' ? 'here' : 'elsewhere'] };
+}
+
+/** What a cookie caller must get: the session's answer from this origin, csrf_refused from another, 401 for no session. */
+function cookieOutcome(caller: 'cookie' | 'cookieCrossOrigin' | 'unknownCookie', session: Outcome): Outcome {
+  return caller === 'cookie' ? session : caller === 'cookieCrossOrigin' ? CSRF_REFUSED : UNAUTHENTICATED;
+}
+
+/** A new session of `user` in the `sb_session` cookie (login with `cookie: true`): the cookie's value. */
+async function cookieSession(user: TestUser): Promise<string> {
+  const answer = await call('POST', '/v1/auth/login', undefined, { login: user.username, password: user.password, cookie: true });
+  expectData(answer, 201, 'login with cookie: true');
+  return secret(/^sb_session=([^;]+);/.exec(answer.headers.getSetCookie()[0] ?? '')?.[1]);
+}
 
 const anonymous = { noToken: UNAUTHENTICATED, malformedToken: UNAUTHENTICATED } as const;
 /** A project the caller is not a member of does not exist for it. */
@@ -228,6 +260,8 @@ interface People {
   eventsWriteToken: string;
   insightsWriteToken: string;
   allElsewhereToken: string;
+  /** The owner's session in the `sb_session` cookie. */
+  ownerCookie: string;
 }
 
 interface Fixture extends People {
@@ -288,6 +322,10 @@ function once<T>(make: () => Promise<T>): () => Promise<T> {
 
 async function authorization(f: Fixture, caller: Caller): Promise<string | undefined> {
   switch (caller) {
+    case 'ownerCookie':
+    case 'ownerCookieCrossOrigin':
+    case 'unknownCookie':
+      return undefined;
     case 'allHereToken':
       return `Bearer ${await f.allHereToken()}`;
     case 'ownerApiToken':
@@ -308,23 +346,43 @@ async function authorization(f: Fixture, caller: Caller): Promise<string | undef
 /** What `caller` must get on `op` in the cell `f`: written in the row, or derived for a narrowed token. */
 function expectedOutcome(op: Operation, f: Fixture, caller: Caller, row: Row): Outcome {
   if ((WRITTEN_CALLERS as readonly string[]).includes(caller)) return row.expect[caller as WrittenCaller];
+  if ((COOKIE_CALLERS as readonly string[]).includes(caller)) return cookieOutcome(cookieKind(caller as CookieCaller), row.expect.owner);
   return scopedOutcome(op, grantOf(f, caller as TokenCaller), f.projectId, row.expect.ownerApiToken);
 }
 
 /** One cell: the answer as "<status> <code>" (or the bare status on success), with what the contract's judge finds in it appended. */
 async function runCell(op: Operation, f: Fixture, caller: Caller, row: Row): Promise<string> {
   const request = await row.request(f, caller);
-  return answerOf(op, { namespace: f.namespace, ...request.params }, await authorization(f, caller), request);
+  const headers = (COOKIE_CALLERS as readonly string[]).includes(caller)
+    ? cookieHeaders(f.ownerCookie, cookieKind(caller as CookieCaller))
+    : {};
+  return answerOf(op, { namespace: f.namespace, ...request.params }, await authorization(f, caller), request, headers);
 }
 
-/** Sends `op` with these path parameters and `Authorization`; the answer as `runCell` shows it. */
-async function answerOf(op: Operation, params: Record<string, string>, auth: string | undefined, request: Request): Promise<string> {
+function cookieKind(caller: CookieCaller): 'cookie' | 'cookieCrossOrigin' | 'unknownCookie' {
+  return caller === 'ownerCookie' ? 'cookie' : caller === 'ownerCookieCrossOrigin' ? 'cookieCrossOrigin' : 'unknownCookie';
+}
+
+/** Sends `op` with these path parameters, `Authorization` and other headers; the answer as `runCell` shows it. */
+async function answerOf(
+  op: Operation,
+  params: Record<string, string>,
+  auth: string | undefined,
+  request: Request,
+  headers: Record<string, string> = {},
+): Promise<string> {
   const path = op.path.replace(/\{([^}]+)\}/g, (_, name: string) => {
     const value = params[name];
     if (value === undefined) throw new Error(`the row of ${op.operationId} gives no value for {${name}}`);
     return encodeURIComponent(value);
   });
-  const sent = { method: op.method, path: path + (request.query ?? ''), ...(auth ? { authorization: auth } : {}), json: request.body };
+  const sent = {
+    method: op.method,
+    path: path + (request.query ?? ''),
+    headers,
+    ...(auth ? { authorization: auth } : {}),
+    json: request.body,
+  };
   // A time limit, and an event stream read only as far as its headers.
   const response = await fetch(baseUrl() + sent.path, requestInit(sent, { signal: AbortSignal.timeout(10_000) }));
   const stream = response.headers.get('content-type')?.startsWith('text/event-stream');
@@ -372,6 +430,7 @@ describe(
         eventsWriteToken: await narrowedToken(owner!.token, 'eventsWriteToken'),
         insightsWriteToken: await narrowedToken(owner!.token, 'insightsWriteToken'),
         allElsewhereToken: '',
+        ownerCookie: await cookieSession(owner!),
       };
       const elsewhere = await createProject(people.owner.token, { name: 'Elsewhere' });
       people.elsewhereId = elsewhere.id;
@@ -392,7 +451,7 @@ describe(
 
     for (const [operationId, row] of Object.entries(MATRIX)) {
       const summary = WRITTEN_CALLERS.map((caller) => `${caller} ${show(row.expect[caller])}`).join(', ');
-      it(`${operationId}: ${summary}; narrowed tokens by x-scope`, async function () {
+      it(`${operationId}: ${summary}; narrowed tokens by x-scope; the session cookie`, async function () {
         this.timeout(120_000);
         const op = operations.get(operationId);
         if (!op) expect.fail(`${operationId} is not a project-scoped operation of the served contract`);
@@ -422,7 +481,10 @@ type WrittenAccountCaller = (typeof WRITTEN_ACCOUNT_CALLERS)[number];
 /** The account's narrowed API tokens, whose answers are derived: two scopes, and `all` limited to a project of the account. */
 const ACCOUNT_TOKEN_CALLERS = ['readToken', 'eventsWriteToken', 'allLimitedToken'] as const;
 type AccountTokenCaller = (typeof ACCOUNT_TOKEN_CALLERS)[number];
-const ACCOUNT_CALLERS = [...WRITTEN_ACCOUNT_CALLERS, ...ACCOUNT_TOKEN_CALLERS] as const;
+/** The account's session in the `sb_session` cookie: from this origin, from another, and a cookie of no session. */
+const ACCOUNT_COOKIE_CALLERS = ['cookie', 'cookieCrossOrigin', 'unknownCookie'] as const;
+type AccountCookieCaller = (typeof ACCOUNT_COOKIE_CALLERS)[number];
+const ACCOUNT_CALLERS = [...WRITTEN_ACCOUNT_CALLERS, ...ACCOUNT_TOKEN_CALLERS, ...ACCOUNT_COOKIE_CALLERS] as const;
 type AccountCaller = (typeof ACCOUNT_CALLERS)[number];
 const ACCOUNT_TOKEN_SCOPES: Record<AccountTokenCaller, TokenScope[]> = {
   readToken: ['read'],
@@ -442,6 +504,8 @@ interface AccountFixture {
   secondApiTokenId: string;
   /** The narrowed token the cell calls with, if its caller is one (`allLimitedToken`: limited to a project of `user`'s). */
   narrowed?: { token: string; grant: Grant };
+  /** A session of `user` in the `sb_session` cookie, if the cell's caller is a cookie. */
+  cookie?: string;
 }
 
 type AccountRow = {
@@ -501,6 +565,8 @@ async function accountFixture(caller: AccountCaller): Promise<AccountFixture> {
   const narrowed = (ACCOUNT_TOKEN_CALLERS as readonly string[]).includes(caller)
     ? await accountToken(user.token, caller as AccountTokenCaller)
     : undefined;
+  // Before the second session, which is then the newest of those the calling one does not hold.
+  const cookie = (ACCOUNT_COOKIE_CALLERS as readonly string[]).includes(caller) ? await cookieSession(user) : undefined;
   const second = expectData(await call('POST', '/v1/auth/login', undefined, { login: user.username, password: user.password }), 201);
   secret(second.token as string);
   const tokens = expectData(await call('GET', '/v1/auth/tokens', user.token)).items as { id: string; name: string }[];
@@ -512,6 +578,7 @@ async function accountFixture(caller: AccountCaller): Promise<AccountFixture> {
     secondSessionId: sessions.find((session) => !session.current)!.id,
     secondApiTokenId: tokens.find((token) => token.name === 'second')!.id,
     ...(narrowed ? { narrowed } : {}),
+    ...(cookie ? { cookie } : {}),
   };
 }
 
@@ -540,6 +607,10 @@ function accountAuthorization(f: AccountFixture, caller: AccountCaller): string 
     case 'eventsWriteToken':
     case 'allLimitedToken':
       return `Bearer ${f.narrowed!.token}`;
+    case 'cookie':
+    case 'cookieCrossOrigin':
+    case 'unknownCookie':
+      return undefined;
   }
 }
 
@@ -566,7 +637,7 @@ describe(
 
     for (const [operationId, row] of Object.entries(ACCOUNT_MATRIX)) {
       const summary = WRITTEN_ACCOUNT_CALLERS.map((caller) => `${caller} ${show(row.expect[caller])}`).join(', ');
-      it(`${operationId}: ${summary}; narrowed tokens by x-scope`, async function () {
+      it(`${operationId}: ${summary}; narrowed tokens by x-scope; the session cookie`, async function () {
         this.timeout(120_000);
         const op = operations.get(operationId);
         if (!op) expect.fail(`${operationId} is not an operation outside a project that needs a credential`);
@@ -575,9 +646,15 @@ describe(
         for (const caller of ACCOUNT_CALLERS) {
           const f = await accountFixture(caller);
           const request = row.request(f, caller);
-          actual[caller] = await answerOf(op, request.params ?? {}, accountAuthorization(f, caller), request);
+          const cookie = (ACCOUNT_COOKIE_CALLERS as readonly string[]).includes(caller) ? (caller as AccountCookieCaller) : undefined;
+          const headers = cookie ? cookieHeaders(f.cookie!, cookie) : {};
+          actual[caller] = await answerOf(op, request.params ?? {}, accountAuthorization(f, caller), request, headers);
           expected[caller] = show(
-            f.narrowed ? scopedOutcome(op, f.narrowed.grant, undefined, row.expect.apiToken) : row.expect[caller as WrittenAccountCaller],
+            cookie
+              ? cookieOutcome(cookie, row.expect.session)
+              : f.narrowed
+                ? scopedOutcome(op, f.narrowed.grant, undefined, row.expect.apiToken)
+                : row.expect[caller as WrittenAccountCaller],
           );
         }
         expect(actual, `${op.method} ${op.path}`).to.deep.equal(expected);
