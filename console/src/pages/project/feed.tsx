@@ -121,6 +121,9 @@ function FilterForm({ project, filters, onApply }: ProjectPageProps & { filters:
   const [tag, setTag] = useState(filters.tag.join(' '));
   const [user, setUser] = useState(filters.user_id ?? '');
   const [q, setQ] = useState(filters.q ?? '');
+  const active = [filters.feed, filters.user_id, filters.q].filter(Boolean).length + filters.tag.length;
+  // Open on wide screens and whenever filters are set; a phone starts with the events in view.
+  const [open, setOpen] = useState(() => active > 0 || matchMedia('(min-width: 700px)').matches);
   const apply = (feedName = feed) =>
     onApply({
       feed: feedName || undefined,
@@ -129,48 +132,51 @@ function FilterForm({ project, filters, onApply }: ProjectPageProps & { filters:
       q: q.trim() || undefined,
     });
   return (
-    <Form onSubmit={() => apply()} label="Filter events" class="filters">
-      <div class="field">
-        <label for="filter-feed">Feed</label>
-        <select
-          id="filter-feed"
-          value={feed}
-          onChange={(e) => {
-            setFeed(e.currentTarget.value);
-            apply(e.currentTarget.value);
-          }}
-        >
-          <option value="">All feeds</option>
-          {project.feeds.map((f) => (
-            <option key={f.id} value={f.name}>
-              {f.emoji ? `${f.emoji} ` : ''}
-              {f.name}
-            </option>
-          ))}
-        </select>
-      </div>
-      <Field label="Tag" value={tag} onValue={setTag} placeholder="plan:pro" />
-      <Field label="User (user_id)" value={user} onValue={setUser} maxLength={160} />
-      <Field label="Search" type="search" value={q} onValue={setQ} maxLength={200} placeholder="refund" />
-      <div class="filter-buttons">
-        <button type="submit">Filter</button>
-        <button
-          type="button"
-          class="secondary"
-          onClick={() => {
-            setFeed('');
-            setTag('');
-            setUser('');
-            setQ('');
-            onApply({ tag: [] });
-          }}
-        >
-          Clear
-        </button>
-      </div>
-      <small class="hint filter-hint">
-        Tags as key:value (several, separated by spaces, must all match); search finds whole words in the title or description.
-      </small>
-    </Form>
+    <details class="filter-panel" open={open} onToggle={(e) => setOpen(e.currentTarget.open)}>
+      <summary>Filters{active ? ` (${active} active)` : ''}</summary>
+      <Form onSubmit={() => apply()} label="Filter events" class="filters">
+        <div class="field">
+          <label for="filter-feed">Feed</label>
+          <select
+            id="filter-feed"
+            value={feed}
+            onChange={(e) => {
+              setFeed(e.currentTarget.value);
+              apply(e.currentTarget.value);
+            }}
+          >
+            <option value="">All feeds</option>
+            {project.feeds.map((f) => (
+              <option key={f.id} value={f.name}>
+                {f.emoji ? `${f.emoji} ` : ''}
+                {f.name}
+              </option>
+            ))}
+          </select>
+        </div>
+        <Field label="Tag" value={tag} onValue={setTag} placeholder="plan:pro" />
+        <Field label="User (user_id)" value={user} onValue={setUser} maxLength={160} />
+        <Field label="Search" type="search" value={q} onValue={setQ} maxLength={200} placeholder="refund" />
+        <div class="filter-buttons">
+          <button type="submit">Filter</button>
+          <button
+            type="button"
+            class="secondary"
+            onClick={() => {
+              setFeed('');
+              setTag('');
+              setUser('');
+              setQ('');
+              onApply({ tag: [] });
+            }}
+          >
+            Clear
+          </button>
+        </div>
+        <small class="hint filter-hint">
+          Tags as key:value (several, separated by spaces, must all match); search finds whole words in the title or description.
+        </small>
+      </Form>
+    </details>
   );
 }
