@@ -4,10 +4,10 @@
  * the `sb_session` cookie (http/session-cookie.ts) stands for a session, but only on a request from
  * the service's own origin: from another it is 403 `csrf_refused`, decided without reading the
  * database; a cookie that names no live session is 401 and is cleared. With the header, the cookie
- * is not looked at. Which operations
- * need a credential, which refuse API tokens, and which scope an API token needs for each, is read
- * from the contract (`security`, `x-session-only`, `x-scope`), so the rule lives in the spec alone;
- * whether a token's scopes cover an operation is the policy's (policies/project.ts).
+ * is not looked at. Which operations need a credential, which refuse API tokens, and which scope an
+ * API token needs for each, is read from the contract (`security`, `x-session-only`, `x-scope`), so
+ * the rule lives in the spec alone; whether a token's scopes cover an operation is the policy's
+ * (policies/project.ts).
  *
  * Resolving and deciding are two steps so that the rate limit can count a request between them:
  * by its credential when one resolves, by its address when none does (http/rate-limit.ts).
