@@ -236,6 +236,19 @@ describe('the web console in a browser', function () {
         requestAnimationFrame(tick);
       });
     }`);
+    // The reader has scrolled down a little: what they read must stay in place while events arrive above.
+    const region = page.locator('.event-scroller');
+    await region.evaluate((element) => (element.scrollTop = 10 * 96 + 20));
+    const topRow = () =>
+      region.evaluate((element) => {
+        const box = element.getBoundingClientRect();
+        return document
+          .elementFromPoint(box.left + 80, box.top + 30)
+          ?.closest('li.event')
+          ?.querySelector('.event-title')?.textContent;
+      });
+    const reading = await topRow();
+    expect(reading).to.be.a('string');
     for (let second = 0; second < 3; second++) {
       const started = Date.now();
       await sdk.events.publishBatch(namespace, {
@@ -243,12 +256,48 @@ describe('the web console in a browser', function () {
       });
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, 1000 - (Date.now() - started))));
     }
-    await page.getByText('Burst 2-999').waitFor({ timeout: 10_000 });
+    await page.waitForFunction(
+      () => /: 3,?\d{3} loaded|3\d{3} loaded/.test(document.querySelector('.event-scroller')?.getAttribute('aria-label') ?? ''),
+      undefined,
+      { timeout: 10_000 },
+    );
     const longest = await page.evaluate(() => (window as unknown as { longestFrame: number }).longestFrame);
     console.log(`      longest frame while 3,000 events arrived: ${Math.round(longest)} ms`);
     expect(longest, 'longest gap between animation frames (ms)').to.be.below(1_000);
     expect(await page.locator('li.event').count(), 'rows in the document').to.be.below(40);
-    expect(await page.locator('li.event').first().locator('.event-title').textContent()).to.equal('Burst 2-999');
+    expect(await topRow(), 'the row the reader was reading').to.equal(reading);
+    await page.getByRole('button', { name: '3,000 new events: show the newest' }).click();
+    await page.waitForFunction(() => document.querySelector('li.event .event-title')?.textContent === 'Burst 2-999');
+    expect(await region.evaluate((element) => element.scrollTop)).to.equal(0);
+  });
+
+  it('keeps the newest 5,000 live events, and Load more reaches those it let go', async () => {
+    const sdk = new Signalboard({ baseUrl: baseUrl(), token: apiToken });
+    for (let batch = 3; batch < 6; batch++)
+      await sdk.events.publishBatch(namespace, {
+        events: Array.from({ length: 1000 }, (_, i) => ({ feed: 'general', event: `Burst ${batch}-${i}`, tags: { burst: batch } })),
+      });
+    const region = page.getByRole('region', { name: /Events, newest first/ });
+    const loaded = async () => Number(/(\d+) loaded/.exec((await region.getAttribute('aria-label'))!)![1]);
+    await page.waitForFunction(
+      () => document.querySelector('.event-scroller')?.getAttribute('aria-label')?.endsWith(': 5000 loaded'),
+      undefined,
+      {
+        timeout: 15_000,
+      },
+    );
+    await page.getByRole('button', { name: 'Load more' }).click();
+    await page.waitForFunction(
+      () => !/: 5000 loaded$/.test(document.querySelector('.event-scroller')?.getAttribute('aria-label') ?? ''),
+      undefined,
+      {
+        timeout: 15_000,
+      },
+    );
+    expect(await loaded()).to.be.above(5000);
+    // The first event it brings is the newest that left the live list: Burst 0-999.
+    await region.evaluate((element) => (element.scrollTop = 4998 * 96));
+    await page.getByText('Burst 0-999', { exact: true }).waitFor();
   });
 
   it('invites a second person, who accepts in another browser and sees the feed live', async () => {

@@ -3,10 +3,10 @@
  * query cache, "Load more" follows the cursor); new events arrive on the live stream, are filtered
  * here as the service would, and go on top. Only the rows in view are rendered.
  */
-import { useInfiniteQuery } from '@tanstack/react-query';
-import { useMemo, useState } from 'preact/hooks';
+import { useInfiniteQuery, useQueryClient, type InfiniteData } from '@tanstack/react-query';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { useSearchParams } from 'wouter-preact';
-import { sb, type Event } from '../../api.ts';
+import { sb, type Event, type Schemas } from '../../api.ts';
 import { Empty, ErrorNote, Field, Form, Loading, PageTitle } from '../../ui.tsx';
 import type { ProjectPageProps } from '../project.tsx';
 import { EventList } from './event-list.tsx';
@@ -14,7 +14,9 @@ import { matches, type Filters } from './filters.ts';
 import { useLiveEvents } from './live.ts';
 import { useNotifications } from './notify.tsx';
 
+/** Events in the first page, and in each one "Load more" brings (the most the API gives). */
 const PAGE = 50;
+const MORE = 100;
 
 export default function FeedPage({ project }: ProjectPageProps) {
   const [params, setParams] = useSearchParams();
@@ -30,7 +32,7 @@ export default function FeedPage({ project }: ProjectPageProps) {
     queryFn: ({ pageParam }) =>
       sb.events
         .list(project.namespace, {
-          limit: PAGE,
+          limit: pageParam ? MORE : PAGE,
           ...(filters.feed ? { feed: filters.feed } : {}),
           ...(filters.tag.length ? { tag: filters.tag } : {}),
           ...(filters.user_id ? { user_id: filters.user_id } : {}),
@@ -44,6 +46,18 @@ export default function FeedPage({ project }: ProjectPageProps) {
   });
   const notifications = useNotifications();
   const live = useLiveEvents(project.namespace, notifications.tell);
+
+  // Live events left the list for its cap: read the history again from its first page, so that
+  // "Load more" goes on from the newest events and reaches those too.
+  const client = useQueryClient();
+  const historyKey = ['events', project.namespace, filterKey];
+  useEffect(() => {
+    if (live.dropped === 0) return;
+    client.setQueryData<InfiniteData<Schemas['EventPage'], string | undefined>>(historyKey, (data) =>
+      data ? { pages: data.pages.slice(0, 1), pageParams: data.pageParams.slice(0, 1) } : data,
+    );
+    void history.refetch();
+  }, [live.dropped]);
 
   const events = useMemo(() => {
     const seen = new Set<string>();
@@ -62,6 +76,16 @@ export default function FeedPage({ project }: ProjectPageProps) {
         }
     return list;
   }, [live.events, history.data, filterKey]);
+
+  /** The next page that brings an event not in the list yet (pages of events already shown are skipped, up to 200). */
+  const loadMore = async () => {
+    const before = new Set(events.map((e) => e.id));
+    for (let page = 0; page < 200; page++) {
+      const result = await history.fetchNextPage();
+      const last = result.data?.pages.at(-1);
+      if (!last || !result.hasNextPage || last.items.some((e) => !before.has(e.id))) return;
+    }
+  };
 
   return (
     <section>
@@ -108,7 +132,7 @@ export default function FeedPage({ project }: ProjectPageProps) {
         <EventList events={events} />
       )}
       {history.hasNextPage && (
-        <button type="button" class="load-more" disabled={history.isFetchingNextPage} onClick={() => void history.fetchNextPage()}>
+        <button type="button" class="load-more" disabled={history.isFetchingNextPage} onClick={() => void loadMore()}>
           {history.isFetchingNextPage ? 'Loading…' : 'Load more'}
         </button>
       )}

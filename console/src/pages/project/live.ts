@@ -2,7 +2,9 @@
  * The live stream of a project's events (the SDK's `events.stream`, which reconnects and resumes by
  * itself), batched: events are gathered as they arrive and handed to the page once per animation
  * frame, newest first, at most `cap` of them. A thousand events a second thus cost the page one
- * render a frame, and a hidden tab (no frames) keeps only the newest `cap`.
+ * render a frame, and a hidden tab (no frames) keeps only the newest `cap`. `dropped` counts the
+ * times older live events had to go: the page then reads its history again from the newest, so that
+ * "Load more" reaches the events that left the live list (no gap between the two).
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { errorMessage, sb, type Event } from '../../api.ts';
@@ -15,12 +17,15 @@ export interface Live {
   status: LiveStatus;
   /** Why the stream stopped (a refusal reconnecting cannot change). */
   problem: string | null;
+  /** How many times live events were dropped for the cap. */
+  dropped: number;
 }
 
-export function useLiveEvents(namespace: string, onBatch: (batch: Event[]) => void, cap = 2000): Live {
+export function useLiveEvents(namespace: string, onBatch: (batch: Event[]) => void, cap = 5000): Live {
   const [events, setEvents] = useState<Event[]>([]);
   const [status, setStatus] = useState<LiveStatus>('connecting');
   const [problem, setProblem] = useState<string | null>(null);
+  const [dropped, setDropped] = useState(0);
   const onBatchRef = useRef(onBatch);
   onBatchRef.current = onBatch;
 
@@ -33,8 +38,9 @@ export function useLiveEvents(namespace: string, onBatch: (batch: Event[]) => vo
       const batch = pending.reverse(); // newest first
       pending = [];
       setEvents((previous) => {
-        const next = batch.length >= cap ? batch.slice(0, cap) : batch.concat(previous.slice(0, cap - batch.length));
-        return next;
+        if (previous.length + batch.length <= cap) return batch.concat(previous);
+        setDropped((count) => count + 1);
+        return batch.length >= cap ? batch.slice(0, cap) : batch.concat(previous.slice(0, cap - batch.length));
       });
       onBatchRef.current(batch);
     };
@@ -49,7 +55,10 @@ export function useLiveEvents(namespace: string, onBatch: (batch: Event[]) => vo
           onDisconnect: () => setStatus('reconnecting'),
         })) {
           pending.push(event);
-          if (pending.length > cap * 2) pending = pending.slice(-cap);
+          if (pending.length > cap * 2) {
+            pending = pending.slice(-cap);
+            setDropped((count) => count + 1);
+          }
           if (!frame) frame = requestAnimationFrame(flush);
         }
       } catch (error) {
@@ -63,5 +72,5 @@ export function useLiveEvents(namespace: string, onBatch: (batch: Event[]) => vo
     };
   }, [namespace, cap]);
 
-  return { events, status, problem };
+  return { events, status, problem, dropped };
 }
