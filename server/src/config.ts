@@ -33,6 +33,7 @@ export interface Config {
     membersPerProject: number;
     projectsPerUser: number;
     apiTokensPerUser: number;
+    webhooksPerProject: number;
     streamsPerUser: number;
     /** Sessions a user holds at once: a login past it ends the one used longest ago. */
     sessionsPerUser: number;
@@ -87,6 +88,26 @@ export interface Config {
    * console built beside the service (`console/dist`, http/console-assets.ts finds it).
    */
   consoleDir: string | undefined;
+  /** Webhook deliveries (server/src/webhooks/, docs/webhooks.md). */
+  webhooks: WebhookSettings;
+}
+
+/** How webhooks are delivered, and what they may reach. */
+export interface WebhookSettings {
+  /** `WEBHOOK_ALLOW_HTTP`: endpoints may be plain `http` (an intranet's receivers). */
+  allowHttp: boolean;
+  /** `WEBHOOK_ALLOW_PRIVATE`: endpoints may be loopback, private, link-local, … addresses (intranets, tests). */
+  allowPrivate: boolean;
+  /** `WEBHOOK_RETRY_SCHEDULE`: the waits before each retry, from the first failure on; after the last, a delivery fails. */
+  retryScheduleMs: number[];
+  /** `WEBHOOK_TIMEOUT_MS`: how long an attempt may take, connecting included (15 s). */
+  timeoutMs: number;
+  /** `WEBHOOK_DISABLE_AFTER`: how long an endpoint may fail without a success before it is turned off (3 days). */
+  disableAfterMs: number;
+  /** `WEBHOOK_CONCURRENCY`: attempts in flight at once on this instance, all endpoints together. */
+  concurrency: number;
+  /** `WEBHOOK_POLL_MS`: how often the deliverer looks for due deliveries when nothing woke it (retries, other instances' changes). */
+  pollMs: number;
 }
 
 /** The mail server of `SMTP_URL`. The URL may hold a user and password: never logged nor shown. */
@@ -301,6 +322,29 @@ function parsedUrl(raw: string): URL | undefined {
   }
 }
 
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A duration like `500ms`, `5s`, `30m`, `2h` or `3d`, in milliseconds. */
+function duration(name: string, raw: string): number {
+  const match = /^(\d{1,9})(ms|s|m|h|d)$/.exec(raw.trim());
+  if (!match) throw new ConfigError(`${name}: "${raw}" is not a duration like 500ms, 5s, 30m, 2h or 3d`);
+  return Number(match[1]) * DURATION_UNITS[match[2]!]!;
+}
+
+function webhookSettings(env: NodeJS.ProcessEnv): WebhookSettings {
+  const schedule = (env.WEBHOOK_RETRY_SCHEDULE || '5s,5m,30m,2h,5h,10h,10h').split(',').map((d) => duration('WEBHOOK_RETRY_SCHEDULE', d));
+  if (schedule.length > 20) throw new ConfigError('WEBHOOK_RETRY_SCHEDULE: at most 20 retries');
+  return {
+    allowHttp: boolean(env, 'WEBHOOK_ALLOW_HTTP'),
+    allowPrivate: boolean(env, 'WEBHOOK_ALLOW_PRIVATE'),
+    retryScheduleMs: schedule,
+    timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 15_000, 100, 60_000),
+    disableAfterMs: duration('WEBHOOK_DISABLE_AFTER', env.WEBHOOK_DISABLE_AFTER || '3d'),
+    concurrency: integer(env, 'WEBHOOK_CONCURRENCY', 256, 1, 10_000),
+    pollMs: integer(env, 'WEBHOOK_POLL_MS', 1_000, 10, 60_000),
+  };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     port: integer(env, 'PORT', 3000, 0, 65535),
@@ -324,10 +368,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       membersPerProject: integer(env, 'MAX_MEMBERS_PER_PROJECT', 1_000, 1, 100_000),
       projectsPerUser: integer(env, 'MAX_PROJECTS_PER_USER', 100, 1, 100_000),
       apiTokensPerUser: integer(env, 'MAX_API_TOKENS_PER_USER', 50, 1, 100_000),
+      webhooksPerProject: integer(env, 'MAX_WEBHOOKS_PER_PROJECT', 10, 1, 1_000),
       streamsPerUser: integer(env, 'MAX_STREAMS_PER_USER', 20, 1, 10_000),
       sessionsPerUser: integer(env, 'MAX_SESSIONS_PER_USER', 100, 1, 100_000),
     },
     http: httpSettings(env),
+    webhooks: webhookSettings(env),
     live: { heartbeatMs: integer(env, 'LIVE_HEARTBEAT_MS', 15_000, 100, 600_000) },
     database: {
       connectTimeoutMs: integer(env, 'DB_CONNECT_TIMEOUT_MS', 3_000, 100, 600_000),

@@ -96,7 +96,8 @@ export class Conflict extends ApiError {
       | 'already_invited'
       | 'owner_cannot_leave'
       | 'feed_name_taken'
-      | 'last_feed',
+      | 'last_feed'
+      | 'event_expired',
     message: string,
   ) {
     super(409, code, message);

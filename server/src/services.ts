@@ -17,6 +17,9 @@ import { smtpMailer } from './mail/smtp.js';
 import { Maintenance } from './maintenance/prune.js';
 import { IconStore } from './storage/icons.js';
 import { S3Bucket } from './storage/s3.js';
+import { onEndpointsDisabled, type ChangeShapes } from './domain/webhooks.js';
+import { presentEvent, presentInsight, presentMember, presentProject } from './presenters/project.js';
+import { Deliverer } from './webhooks/deliverer.js';
 
 /**
  * What handlers may reach beyond their request: built once per server by createServices. The
@@ -35,6 +38,10 @@ export interface Services {
   passwordResets: PasswordResets;
   /** E-mail changes: request, confirm, undo; mail goes out after the answer. */
   emailChanges: EmailChanges;
+  /** Webhook deliveries: attempts a member asks for, and `wake` after a change queued some. */
+  webhooks: Deliverer;
+  /** How changes are shown in webhook deliveries: the presenters, with this service's icon addresses. */
+  webhookShapes: ChangeShapes;
   /** Why the embedded database has stopped for good, once it has (a PANIC, as on a full disk): health answers 503 then. */
   databaseFailure(): string | undefined;
   /** Tells every instance about a committed change (new event, removed member, deleted project); never fails the request. */
@@ -61,16 +68,33 @@ export async function createServices(config: Config, logger: Logger, db: Databas
     maxStreamsPerUser: config.limits.streamsPerUser,
   });
   const outbox = new MailOutbox(config.passwordReset.smtp && smtpMailer(config.passwordReset.smtp), logger);
+  const icons = new IconStore(new DatabaseIconRows(() => unitOfWork(db.orm)), () => config.cdnUrl ?? `${publicUrl()}/cdn`, {
+    bucket: config.icons.store === 's3' ? await S3Bucket.open(config.icons.s3, logger) : undefined,
+  });
+  const webhookShapes: ChangeShapes = {
+    member: (user, role) => presentMember(user, icons, role),
+    project: (view) => presentProject(view, icons),
+    insight: presentInsight,
+    event: presentEvent,
+  };
+  const webhooks = new Deliverer(db, config.webhooks, logger, onEndpointsDisabled(db, outbox, logger), webhookShapes);
+  // Events stored on any instance: their deliveries are due now.
+  bus.subscribe(
+    (message) => {
+      if (message.kind === 'event') webhooks.wake();
+    },
+    () => webhooks.wake(),
+  );
   const services: Services = {
     config,
     logger,
     accounts: new Accounts(config.bcryptRounds, config.limits.sessionsPerUser),
     events: new EventPublisher(),
-    icons: new IconStore(new DatabaseIconRows(() => unitOfWork(db.orm)), () => config.cdnUrl ?? `${publicUrl()}/cdn`, {
-      bucket: config.icons.store === 's3' ? await S3Bucket.open(config.icons.s3, logger) : undefined,
-    }),
+    icons,
     billing: await createBilling(config.stripe, logger),
     live,
+    webhooks,
+    webhookShapes,
     passwordResets: new PasswordResets(db.orm, { bcryptRounds: config.bcryptRounds, linkBase: config.passwordReset.url }, outbox, logger),
     emailChanges: new EmailChanges(outbox, config.emailChange, logger),
     databaseFailure: () => db.failed(),
@@ -83,10 +107,12 @@ export async function createServices(config: Config, logger: Logger, db: Databas
   const rateLimits = RateLimits.create(config, db);
   // Before the service listens: icons an earlier release kept on disk are served from the first request.
   const maintenance = await new Maintenance(db, services.icons, logger, config).start();
+  webhooks.start();
   return {
     services,
     rateLimits,
     close: async () => {
+      await webhooks.stop();
       await maintenance.stop();
       await outbox.close();
       live.close();

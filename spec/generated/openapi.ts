@@ -946,6 +946,165 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/projects/{namespace}/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook endpoints
+         * @description The project's endpoints, newest first. Members only.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Create a webhook endpoint
+         * @description Adds an endpoint; the answer carries its signing secret, shown this once. 400 for an address
+         *     that is not `https` or names a refused address; 409 `limit_reached` past 10 endpoints. Members only.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{namespace}/webhooks/{webhook_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a webhook endpoint
+         * @description One endpoint. Members only.
+         */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description Deletes the endpoint and its deliveries; nothing more is sent to it. Members only.
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a webhook endpoint
+         * @description Changes what is given; what is left out is kept. Members only.
+         */
+        patch: operations["updateWebhook"];
+        trace?: never;
+    };
+    "/v1/projects/{namespace}/webhooks/{webhook_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an endpoint's deliveries
+         * @description The endpoint's deliveries, newest first, each with its attempts. Members only.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{namespace}/webhooks/{webhook_id}/deliveries/{delivery_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retry a delivery now
+         * @description Sends the delivery again now, with the same `webhook-id`, whatever its state, and answers it
+         *     with the new attempt. A delivery of an event that retention has since deleted can no longer be
+         *     sent (409 `event_expired`). Members only.
+         */
+        post: operations["retryWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{namespace}/webhooks/{webhook_id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Recover missed deliveries
+         * @description Queues again every stored `event.created` since `since` that matches the endpoint's filter, as
+         *     new deliveries, oldest first, up to the backlog's room (10,000 waiting); `resume_since` says
+         *     where to go on from when the room ran out. Events retention has deleted are not sent. Members only.
+         */
+        post: operations["recoverWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{namespace}/webhooks/{webhook_id}/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a webhook endpoint's secret
+         * @description Makes a new signing secret and answers it (shown this once). For 24 hours deliveries carry a
+         *     signature by each secret, so receivers can move to the new one without losing any. Members only.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{namespace}/webhooks/{webhook_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test delivery
+         * @description Sends a `webhook.test` to the endpoint now, whether it is enabled or not, and answers what came
+         *     back. The test is not kept among the deliveries. Members only.
+         */
+        post: operations["testWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users/me": {
         parameters: {
             query?: never;
@@ -1078,7 +1237,8 @@ export interface components {
          *     records. Types: `project.created`, `project.updated`, `member.joined`, `member.removed`,
          *     `member.left`, `invite.created`, `invite.revoked`, `invite.declined`, `insight.created`,
          *     `insight.updated`, `insight.deleted`, `feed.created`, `feed.updated`, `feed.deleted`,
-         *     `billing.changed`, `project.owner_changed`.
+         *     `billing.changed`, `project.owner_changed`, `webhook.created`, `webhook.updated`, `webhook.deleted`,
+         *     `webhook.disabled` (the service turned an endpoint off: `data.reason` says why).
          */
         Activity: {
             /** @description Who made the change; null for the system (billing events) or a deleted account. */
@@ -1307,6 +1467,36 @@ export interface components {
             /** @enum {boolean} */
             success: true;
         };
+        /** @description An endpoint just created, with its signing secret (shown this once). */
+        CreatedWebhookEndpoint: {
+            /** Format: date-time */
+            created_at: string;
+            description: string | null;
+            /**
+             * @description Why the service turned it off: `gone` (it answered 410), `failing` (every delivery failed for 3
+             *     days in a row), `backlog` (10,000 deliveries waited for it: nothing more was queued; enabling
+             *     it again queues, from the stored events, what came while it was off). Null when it is enabled
+             *     or a member turned it off.
+             */
+            disabled_reason: string | null;
+            enabled: boolean;
+            filter: components["schemas"]["WebhookFilterShown"];
+            format: components["schemas"]["WebhookFormat"];
+            id: components["schemas"]["Id"];
+            /**
+             * Format: int32
+             * @description Deliveries waiting to be sent or retried (at most 10,000).
+             */
+            pending_deliveries: number;
+            secret: components["schemas"]["WebhookSecret"];
+            url: string;
+        };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        CreatedWebhookEndpointEnvelope: {
+            data: components["schemas"]["CreatedWebhookEndpoint"];
+            /** @enum {boolean} */
+            success: true;
+        };
         CreateFeedRequest: {
             /** @description At most 500 characters; null for none. */
             description?: string | null;
@@ -1337,6 +1527,22 @@ export interface components {
             icon?: string;
             name: components["schemas"]["ProjectName"];
             namespace: components["schemas"]["Namespace"];
+        };
+        CreateWebhookRequest: {
+            /** @description At most 500 characters; null for none. */
+            description?: string | null;
+            /** @description `true` by default. */
+            enabled?: boolean;
+            filter?: components["schemas"]["WebhookFilter"];
+            /** @description `standard` by default. */
+            format?: components["schemas"]["WebhookFormat"];
+            /**
+             * @description Where deliveries are sent. It must not name a loopback, private, link-local, carrier-grade NAT,
+             *     multicast or unique-local address, in any spelling, unless the service allows private addresses
+             *     (`WEBHOOK_ALLOW_PRIVATE`); a name is resolved at each delivery, and refused then if it resolves
+             *     to one.
+             */
+            url: components["schemas"]["WebhookUrl"];
         };
         /** @description The account's password, asked again before the account is deleted. */
         DeleteAccountRequest: {
@@ -1397,7 +1603,7 @@ export interface components {
          * @description The closed list of error codes. Clients may branch on `code`; `message` is for people and may change.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "invalid_invite" | "unauthenticated" | "invalid_credentials" | "already_authenticated" | "session_required" | "csrf_refused" | "insufficient_scope" | "not_owner" | "forbidden" | "not_found" | "method_not_allowed" | "namespace_taken" | "username_taken" | "email_taken" | "already_member" | "already_invited" | "owner_cannot_leave" | "feed_name_taken" | "last_feed" | "limit_reached" | "idempotency_in_progress" | "owns_projects" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "too_many_streams" | "internal" | "billing_unavailable" | "unavailable" | "already_subscribed" | "no_subscription" | "invalid_reset_token" | "invalid_email_token";
+        ErrorCode: "invalid_request" | "invalid_invite" | "unauthenticated" | "invalid_credentials" | "already_authenticated" | "session_required" | "csrf_refused" | "insufficient_scope" | "not_owner" | "forbidden" | "not_found" | "method_not_allowed" | "namespace_taken" | "username_taken" | "email_taken" | "already_member" | "already_invited" | "owner_cannot_leave" | "feed_name_taken" | "last_feed" | "limit_reached" | "idempotency_in_progress" | "owns_projects" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "too_many_streams" | "internal" | "billing_unavailable" | "unavailable" | "already_subscribed" | "no_subscription" | "invalid_reset_token" | "event_expired" | "invalid_email_token";
         /** @description One validation problem. */
         ErrorDetail: {
             message: string;
@@ -1893,6 +2099,44 @@ export interface components {
             /** @enum {boolean} */
             success: true;
         };
+        RecoveredDeliveries: {
+            /**
+             * Format: int32
+             * @description Deliveries queued.
+             */
+            queued: number;
+            /**
+             * Format: date-time
+             * @description Null when everything since `since` was queued. Otherwise the backlog's room (10,000) ran out:
+             *     recover again from this instant once the deliveries have gone.
+             */
+            resume_since: string | null;
+        };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        RecoveredDeliveriesEnvelope: {
+            data: components["schemas"]["RecoveredDeliveries"];
+            /** @enum {boolean} */
+            success: true;
+        };
+        RecoverWebhookRequest: {
+            /**
+             * Format: date-time
+             * @description Queue again every stored `event.created` since this instant that matches the filter.
+             */
+            since: string;
+        };
+        /** @description A new signing secret. The old one keeps signing beside it until `previous_expires_at`. */
+        RotatedWebhookSecret: {
+            /** Format: date-time */
+            previous_expires_at: string;
+            secret: components["schemas"]["WebhookSecret"];
+        };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        RotatedWebhookSecretEnvelope: {
+            data: components["schemas"]["RotatedWebhookSecret"];
+            /** @enum {boolean} */
+            success: true;
+        };
         /** @description One of the caller's sessions, with the device it was opened from: never its token. */
         Session: {
             /** Format: date-time */
@@ -2034,6 +2278,19 @@ export interface components {
             /** @description Unique without regard to case, as at sign-up (409 `username_taken`); stored lower-case. */
             username?: components["schemas"]["Username"];
         };
+        UpdateWebhookRequest: {
+            description?: string | null;
+            /**
+             * @description `false` stops deliveries (those waiting stay, and go once enabled again). `true` on an
+             *     endpoint the service turned off clears `disabled_reason` and queues again, from the stored
+             *     events (within retention), every `event.created` since it was turned off that matches its filter.
+             */
+            enabled?: boolean;
+            /** @description Replaces the whole filter. */
+            filter?: components["schemas"]["WebhookFilter"];
+            format?: components["schemas"]["WebhookFormat"];
+            url?: components["schemas"]["WebhookUrl"];
+        };
         /** @description The signed-in account as its owner sees it. */
         User: {
             /** Format: date-time */
@@ -2052,6 +2309,148 @@ export interface components {
         };
         /** @description 3–32 characters of letters, digits, `_` and `-`; unique without regard to case and stored lower-case. */
         Username: string;
+        /** @description One try at sending a delivery. */
+        WebhookAttempt: {
+            /** Format: date-time */
+            at: string;
+            /** @description The first 1 KiB of the answer's body, as text; null when none came. */
+            body: string | null;
+            /** Format: int32 */
+            duration_ms: number;
+            /** @description Why no answer came (refused address, timeout, connection error); null when one came. */
+            error: string | null;
+            /**
+             * Format: int32
+             * @description The answer's status; null when none came (see `error`).
+             */
+            status_code: number | null;
+        };
+        /** @description One change on its way to one endpoint, and what became of it. */
+        WebhookDelivery: {
+            /** @description Its attempts, newest first (the latest 20 are kept). */
+            attempts: components["schemas"]["WebhookAttempt"][];
+            /** Format: date-time */
+            created_at: string;
+            /** @description Also its `webhook-id`: the same on every attempt, so receivers can drop what they already had. */
+            id: components["schemas"]["Id"];
+            /**
+             * Format: date-time
+             * @description When the next attempt is due; null once delivered or failed.
+             */
+            next_attempt_at: string | null;
+            /**
+             * @description `pending` until a 2xx (`delivered`) or the last retry (`failed`).
+             * @enum {string}
+             */
+            state: "pending" | "delivered" | "failed";
+            type: components["schemas"]["WebhookEventType"];
+        };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        WebhookDeliveryEnvelope: {
+            data: components["schemas"]["WebhookDelivery"];
+            /** @enum {boolean} */
+            success: true;
+        };
+        /**
+         * @description One page of a list: at most `limit` items, and at most about 1 MiB of them, so a page of large
+         *     items may hold fewer than `limit` (always at least one). Follow `next_cursor` until it is null.
+         */
+        WebhookDeliveryPage: {
+            items: components["schemas"]["WebhookDelivery"][];
+            /** @description Pass as `cursor` to get the next page; null on the last page. */
+            next_cursor: string | null;
+        };
+        /** @description Success envelope around one page of a list (`ProjectPageEnvelope`). */
+        WebhookDeliveryPageEnvelope: {
+            data: components["schemas"]["WebhookDeliveryPage"];
+            /** @enum {boolean} */
+            success: true;
+        };
+        /** @description A project's webhook endpoint. */
+        WebhookEndpoint: {
+            /** Format: date-time */
+            created_at: string;
+            description: string | null;
+            /**
+             * @description Why the service turned it off: `gone` (it answered 410), `failing` (every delivery failed for 3
+             *     days in a row), `backlog` (10,000 deliveries waited for it: nothing more was queued; enabling
+             *     it again queues, from the stored events, what came while it was off). Null when it is enabled
+             *     or a member turned it off.
+             */
+            disabled_reason: string | null;
+            enabled: boolean;
+            filter: components["schemas"]["WebhookFilterShown"];
+            format: components["schemas"]["WebhookFormat"];
+            id: components["schemas"]["Id"];
+            /**
+             * Format: int32
+             * @description Deliveries waiting to be sent or retried (at most 10,000).
+             */
+            pending_deliveries: number;
+            url: string;
+        };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        WebhookEndpointEnvelope: {
+            data: components["schemas"]["WebhookEndpoint"];
+            /** @enum {boolean} */
+            success: true;
+        };
+        /**
+         * @description One page of a list: at most `limit` items, and at most about 1 MiB of them, so a page of large
+         *     items may hold fewer than `limit` (always at least one). Follow `next_cursor` until it is null.
+         */
+        WebhookEndpointPage: {
+            items: components["schemas"]["WebhookEndpoint"][];
+            /** @description Pass as `cursor` to get the next page; null on the last page. */
+            next_cursor: string | null;
+        };
+        /** @description Success envelope around one page of a list (`ProjectPageEnvelope`). */
+        WebhookEndpointPageEnvelope: {
+            data: components["schemas"]["WebhookEndpointPage"];
+            /** @enum {boolean} */
+            success: true;
+        };
+        /**
+         * @description What a webhook endpoint is told about:
+         *     - `event.created`: an event was stored (`data` is the Event);
+         *     - `insight.updated`: an insight was set or changed (`data` is the Insight);
+         *     - `member.joined`, `member.left`: someone accepted an invite, or left or was removed (`data` is the Member);
+         *     - `project.updated`: the project's name, namespace or icon changed (`data` is the Project).
+         *
+         *     `webhook.test` is sent only by the test operation and cannot be subscribed to.
+         * @enum {string}
+         */
+        WebhookEventType: "event.created" | "insight.updated" | "member.joined" | "member.left" | "project.updated";
+        /** @description Which changes an endpoint is sent. Every list left empty (or out) lets everything through on that side. */
+        WebhookFilter: {
+            /** @description `event.created` only from these feeds, by name (a renamed feed no longer matches); empty: every feed. */
+            feeds?: components["schemas"]["FeedName"][];
+            /** @description `event.created` only for events published with `notify: true`. */
+            notify_only?: boolean;
+            /** @description `event.created` only for events carrying every one of these tags, `key:value` as the events list's `tag` filter; empty: no condition. */
+            tags?: components["schemas"]["TagFilter"][];
+            /** @description Only these types; empty: every type. */
+            types?: components["schemas"]["WebhookEventType"][];
+        };
+        /** @description An endpoint's filter as answers show it: every field present. */
+        WebhookFilterShown: {
+            feeds: components["schemas"]["FeedName"][];
+            notify_only: boolean;
+            tags: components["schemas"]["TagFilter"][];
+            types: components["schemas"]["WebhookEventType"][];
+        };
+        /**
+         * @description How a delivery is shaped:
+         *     - `standard`: Standard Webhooks (the `webhook-id`, `webhook-timestamp` and `webhook-signature`
+         *     headers; the body `{ type, timestamp, data }`, `data` as the API shows it), signed with the
+         *     endpoint's secret. Any Standard Webhooks library verifies it.
+         *     - `slack`: a Slack incoming webhook's message, `{ text }`.
+         *     - `discord`: a Discord webhook's message, `{ content }`.
+         *
+         *     Slack and Discord check no signature, so those two are sent unsigned (the headers still carry the id).
+         * @enum {string}
+         */
+        WebhookFormat: "standard" | "slack" | "discord";
         WebhookReceipt: {
             /** @enum {boolean} */
             received: true;
@@ -2062,9 +2461,34 @@ export interface components {
             /** @enum {boolean} */
             success: true;
         };
+        /** @description A signing secret: `whsec_` and 32 bytes in base64, the Standard Webhooks form. Shown once, when made. */
+        WebhookSecret: string;
+        /** @description What came back from a test delivery. */
+        WebhookTestResult: {
+            /** @description The first 1 KiB of the answer's body; null when none came. */
+            body: string | null;
+            /** Format: int32 */
+            duration_ms: number;
+            /** @description Why no answer came; null when one came. */
+            error: string | null;
+            /**
+             * Format: int32
+             * @description The answer's status; null when none came.
+             */
+            status_code: number | null;
+        };
+        /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
+        WebhookTestResultEnvelope: {
+            data: components["schemas"]["WebhookTestResult"];
+            /** @enum {boolean} */
+            success: true;
+        };
+        /** @description An address of at most 2,000 characters: `https` (`http` only where the service allows it, `WEBHOOK_ALLOW_HTTP`). */
+        WebhookUrl: string;
     };
     responses: never;
     parameters: {
+        "DeliveryPath.delivery_id": components["schemas"]["Id"];
         /** @description The end user, as events name them in `user_id`. */
         "EndUserPath.user_id": components["schemas"]["EndUserId"];
         "FeedPath.feed": components["schemas"]["FeedName"];
@@ -2090,6 +2514,7 @@ export interface components {
         /** @description Items per page, 1–100. */
         "PageQuery.limit": number;
         ProjectPath: components["schemas"]["Namespace"];
+        "WebhookPath.webhook_id": components["schemas"]["Id"];
     };
     requestBodies: never;
     headers: never;
@@ -7778,6 +8203,1274 @@ export interface operations {
             };
             /** @description 415 `unsupported_media_type`. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: {
+                /** @description The `next_cursor` of the previous page; omit for the first page. A cursor this service did not issue is 400. */
+                cursor?: components["parameters"]["PageQuery.cursor"];
+                /** @description Items per page, 1–100. */
+                limit?: components["parameters"]["PageQuery.limit"];
+            };
+            header?: {
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                namespace: components["parameters"]["ProjectPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
+            200: {
+                headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointPageEnvelope"];
+                };
+            };
+            /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
+            304: {
+                headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 404 `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
+                 *     its own: it is given again only answers it got itself, and a key its user's other credentials
+                 *     used is 422 to it.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                namespace: components["parameters"]["ProjectPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookRequest"];
+            };
+        };
+        responses: {
+            /**
+             * @description Success: the answer to the work done now, or, with `Idempotent-Replayed: true`, the first answer
+             *     to this `Idempotency-Key` given again.
+             */
+            201: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedWebhookEndpointEnvelope"];
+                };
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 404 `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 413 `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 415 `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 422 `idempotency_key_reused`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                namespace: components["parameters"]["ProjectPath"];
+                webhook_id: components["parameters"]["WebhookPath.webhook_id"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
+            200: {
+                headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointEnvelope"];
+                };
+            };
+            /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
+            304: {
+                headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 404 `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                namespace: components["parameters"]["ProjectPath"];
+                webhook_id: components["parameters"]["WebhookPath.webhook_id"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description 204: done; no body. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 404 `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
+                 *     its own: it is given again only answers it got itself, and a key its user's other credentials
+                 *     used is 422 to it.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                namespace: components["parameters"]["ProjectPath"];
+                webhook_id: components["parameters"]["WebhookPath.webhook_id"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateWebhookRequest"];
+            };
+        };
+        responses: {
+            /**
+             * @description Success: the answer to the work done now, or, with `Idempotent-Replayed: true`, the first answer
+             *     to this `Idempotency-Key` given again.
+             */
+            200: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointEnvelope"];
+                };
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 404 `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 413 `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 415 `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 422 `idempotency_key_reused`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description The `next_cursor` of the previous page; omit for the first page. A cursor this service did not issue is 400. */
+                cursor?: components["parameters"]["PageQuery.cursor"];
+                /** @description Items per page, 1–100. */
+                limit?: components["parameters"]["PageQuery.limit"];
+            };
+            header?: {
+                /**
+                 * @description One or more entity tags from earlier answers (weak ones too, `W/"…"`), comma-separated, or `*`.
+                 *     When it names the `ETag` the answer would carry (or is `*`), the answer is 304 with no body.
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                namespace: components["parameters"]["ProjectPath"];
+                webhook_id: components["parameters"]["WebhookPath.webhook_id"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success, with the `ETag` of the body (send it back in `If-None-Match`). */
+            200: {
+                headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryPageEnvelope"];
+                };
+            };
+            /** @description 304: the body has not changed since the `ETag` sent in `If-None-Match`; no body. */
+            304: {
+                headers: {
+                    /**
+                     * @description The strong entity tag of the answer's body (a quoted string): the same body always has the same
+                     *     tag. Sent on every GET answer with a body except the live event stream.
+                     */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 404 `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    retryWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
+                 *     its own: it is given again only answers it got itself, and a key its user's other credentials
+                 *     used is 422 to it.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                delivery_id: components["parameters"]["DeliveryPath.delivery_id"];
+                namespace: components["parameters"]["ProjectPath"];
+                webhook_id: components["parameters"]["WebhookPath.webhook_id"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /**
+             * @description Success: the answer to the work done now, or, with `Idempotent-Replayed: true`, the first answer
+             *     to this `Idempotency-Key` given again.
+             */
+            200: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryEnvelope"];
+                };
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 404 `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 422 `idempotency_key_reused`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    recoverWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
+                 *     its own: it is given again only answers it got itself, and a key its user's other credentials
+                 *     used is 422 to it.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                namespace: components["parameters"]["ProjectPath"];
+                webhook_id: components["parameters"]["WebhookPath.webhook_id"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecoverWebhookRequest"];
+            };
+        };
+        responses: {
+            /**
+             * @description Success: the answer to the work done now, or, with `Idempotent-Replayed: true`, the first answer
+             *     to this `Idempotency-Key` given again.
+             */
+            200: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecoveredDeliveriesEnvelope"];
+                };
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 404 `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 413 `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 415 `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 422 `idempotency_key_reused`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
+                 *     its own: it is given again only answers it got itself, and a key its user's other credentials
+                 *     used is 422 to it.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                namespace: components["parameters"]["ProjectPath"];
+                webhook_id: components["parameters"]["WebhookPath.webhook_id"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /**
+             * @description Success: the answer to the work done now, or, with `Idempotent-Replayed: true`, the first answer
+             *     to this `Idempotency-Key` given again.
+             */
+            200: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RotatedWebhookSecretEnvelope"];
+                };
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 404 `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 422 `idempotency_key_reused`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 429 `rate_limited`, or `too_many_streams` on the live stream. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 500 `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 503 `unavailable`: the database is unreachable, stalled or out of space, or a change kept colliding with others. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying, when the service can tell. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    testWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes this write safe to retry: any 1–255 visible ASCII characters (a UUID is a good choice),
+                 *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
+                 *     (keys of different users never meet). Within that time, the same key on the same method, path
+                 *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
+                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     `idempotency_key_reused`; while the first request with the key is still being handled, another
+                 *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
+                 *     its own: it is given again only answers it got itself, and a key its user's other credentials
+                 *     used is 422 to it.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                namespace: components["parameters"]["ProjectPath"];
+                webhook_id: components["parameters"]["WebhookPath.webhook_id"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /**
+             * @description Success: the answer to the work done now, or, with `Idempotent-Replayed: true`, the first answer
+             *     to this `Idempotency-Key` given again.
+             */
+            200: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key`; absent on an answer to work done now. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookTestResultEnvelope"];
+                };
+            };
+            /** @description 400 `invalid_request` (with `details`) or `invalid_invite`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 401 `unauthenticated` (or `invalid_credentials` on login, and on an account's delete with a wrong password). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 403 `already_authenticated`, `session_required`, `insufficient_scope`, `csrf_refused`, `not_owner` or `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 404 `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 409: a uniqueness or state rule refused the change, or a request with the same Idempotency-Key is still being handled; see `code`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 422 `idempotency_key_reused`. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

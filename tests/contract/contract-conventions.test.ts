@@ -40,7 +40,7 @@ describe("the contract's request conventions", () => {
     const writes = operations.filter(
       (op) => (op.method === 'post' || op.method === 'patch') && needsCredential(op) && op.operation.operationId !== 'createApiToken',
     );
-    expect(writes).to.have.length(16);
+    expect(writes).to.have.length(22);
     expect(keys(operations.filter((op) => headerParameters(op.operation).includes('Idempotency-Key')))).to.deep.equal(keys(writes));
     for (const op of writes) {
       const success = Object.keys(op.operation.responses).find((status) => status.startsWith('2'))!;

@@ -553,6 +553,105 @@ export interface EndUsersResource {
   get(namespace: PathParam<'getEndUser', 'namespace'>, userId: PathParam<'getEndUser', 'user_id'>, options?: RequestOptions): Promise<Data<'getEndUser'>>;
 }
 
+export interface WebhooksResource {
+  /**
+   * List webhook endpoints.
+   *
+   * The project's endpoints, newest first. Members only.
+   *
+   * `GET /v1/projects/{namespace}/webhooks`
+   */
+  list(namespace: PathParam<'listWebhooks', 'namespace'>, query?: Query<'listWebhooks'>, options?: RequestOptions): Paginated<Data<'listWebhooks'>>;
+
+  /**
+   * Create a webhook endpoint.
+   *
+   * Adds an endpoint; the answer carries its signing secret, shown this once. 400 for an address
+   * that is not `https` or names a refused address; 409 `limit_reached` past 10 endpoints. Members only.
+   *
+   * `POST /v1/projects/{namespace}/webhooks`
+   */
+  create(namespace: PathParam<'createWebhook', 'namespace'>, body: Body<'createWebhook'>, options?: RequestOptions): Promise<Data<'createWebhook'>>;
+
+  /**
+   * Get a webhook endpoint.
+   *
+   * One endpoint. Members only.
+   *
+   * `GET /v1/projects/{namespace}/webhooks/{webhook_id}`
+   */
+  get(namespace: PathParam<'getWebhook', 'namespace'>, webhookId: PathParam<'getWebhook', 'webhook_id'>, options?: RequestOptions): Promise<Data<'getWebhook'>>;
+
+  /**
+   * Update a webhook endpoint.
+   *
+   * Changes what is given; what is left out is kept. Members only.
+   *
+   * `PATCH /v1/projects/{namespace}/webhooks/{webhook_id}`
+   */
+  update(namespace: PathParam<'updateWebhook', 'namespace'>, webhookId: PathParam<'updateWebhook', 'webhook_id'>, body: Body<'updateWebhook'>, options?: RequestOptions): Promise<Data<'updateWebhook'>>;
+
+  /**
+   * Delete a webhook endpoint.
+   *
+   * Deletes the endpoint and its deliveries; nothing more is sent to it. Members only.
+   *
+   * `DELETE /v1/projects/{namespace}/webhooks/{webhook_id}`
+   */
+  delete(namespace: PathParam<'deleteWebhook', 'namespace'>, webhookId: PathParam<'deleteWebhook', 'webhook_id'>, options?: RequestOptions): Promise<Data<'deleteWebhook'>>;
+
+  /**
+   * List an endpoint's deliveries.
+   *
+   * The endpoint's deliveries, newest first, each with its attempts. Members only.
+   *
+   * `GET /v1/projects/{namespace}/webhooks/{webhook_id}/deliveries`
+   */
+  listWebhookDeliveries(namespace: PathParam<'listWebhookDeliveries', 'namespace'>, webhookId: PathParam<'listWebhookDeliveries', 'webhook_id'>, query?: Query<'listWebhookDeliveries'>, options?: RequestOptions): Paginated<Data<'listWebhookDeliveries'>>;
+
+  /**
+   * Retry a delivery now.
+   *
+   * Sends the delivery again now, with the same `webhook-id`, whatever its state, and answers it
+   * with the new attempt. A delivery of an event that retention has since deleted can no longer be
+   * sent (409 `event_expired`). Members only.
+   *
+   * `POST /v1/projects/{namespace}/webhooks/{webhook_id}/deliveries/{delivery_id}/retry`
+   */
+  retryWebhookDelivery(namespace: PathParam<'retryWebhookDelivery', 'namespace'>, webhookId: PathParam<'retryWebhookDelivery', 'webhook_id'>, deliveryId: PathParam<'retryWebhookDelivery', 'delivery_id'>, options?: RequestOptions): Promise<Data<'retryWebhookDelivery'>>;
+
+  /**
+   * Recover missed deliveries.
+   *
+   * Queues again every stored `event.created` since `since` that matches the endpoint's filter, as
+   * new deliveries, oldest first, up to the backlog's room (10,000 waiting); `resume_since` says
+   * where to go on from when the room ran out. Events retention has deleted are not sent. Members only.
+   *
+   * `POST /v1/projects/{namespace}/webhooks/{webhook_id}/recover`
+   */
+  recover(namespace: PathParam<'recoverWebhook', 'namespace'>, webhookId: PathParam<'recoverWebhook', 'webhook_id'>, body: Body<'recoverWebhook'>, options?: RequestOptions): Promise<Data<'recoverWebhook'>>;
+
+  /**
+   * Rotate a webhook endpoint's secret.
+   *
+   * Makes a new signing secret and answers it (shown this once). For 24 hours deliveries carry a
+   * signature by each secret, so receivers can move to the new one without losing any. Members only.
+   *
+   * `POST /v1/projects/{namespace}/webhooks/{webhook_id}/secret`
+   */
+  rotateWebhookSecret(namespace: PathParam<'rotateWebhookSecret', 'namespace'>, webhookId: PathParam<'rotateWebhookSecret', 'webhook_id'>, options?: RequestOptions): Promise<Data<'rotateWebhookSecret'>>;
+
+  /**
+   * Send a test delivery.
+   *
+   * Sends a `webhook.test` to the endpoint now, whether it is enabled or not, and answers what came
+   * back. The test is not kept among the deliveries. Members only.
+   *
+   * `POST /v1/projects/{namespace}/webhooks/{webhook_id}/test`
+   */
+  test(namespace: PathParam<'testWebhook', 'namespace'>, webhookId: PathParam<'testWebhook', 'webhook_id'>, options?: RequestOptions): Promise<Data<'testWebhook'>>;
+}
+
 export interface UsersResource {
   /**
    * The current user.
@@ -690,6 +789,10 @@ export class Resources {
   readonly members: MembersResource;
   readonly endUsers: EndUsersResource;
   /**
+   * A project's webhook endpoints: what happens in the project sent to an address, signed (Standard Webhooks) or shaped for Slack and Discord, retried for a day and a half, with a delivery log.
+   */
+  readonly webhooks: WebhooksResource;
+  /**
    * The signed-in user: its account and the invites waiting for it.
    */
   readonly users: UsersResource;
@@ -808,6 +911,28 @@ export class Resources {
         caller.call({ method: 'PUT', path: '/v1/projects/{namespace}/users/{user_id}' }, { path: { namespace, user_id: userId }, body }, options),
       get: (namespace, userId, options) =>
         caller.call({ method: 'GET', path: '/v1/projects/{namespace}/users/{user_id}' }, { path: { namespace, user_id: userId } }, options),
+    };
+    this.webhooks = {
+      list: (namespace, query, options) =>
+        caller.paginate({ method: 'GET', path: '/v1/projects/{namespace}/webhooks' }, { path: { namespace }, query }, options),
+      create: (namespace, body, options) =>
+        caller.call({ method: 'POST', path: '/v1/projects/{namespace}/webhooks', idempotencyKey: true }, { path: { namespace }, body }, options),
+      get: (namespace, webhookId, options) =>
+        caller.call({ method: 'GET', path: '/v1/projects/{namespace}/webhooks/{webhook_id}' }, { path: { namespace, webhook_id: webhookId } }, options),
+      update: (namespace, webhookId, body, options) =>
+        caller.call({ method: 'PATCH', path: '/v1/projects/{namespace}/webhooks/{webhook_id}', idempotencyKey: true }, { path: { namespace, webhook_id: webhookId }, body }, options),
+      delete: (namespace, webhookId, options) =>
+        caller.call({ method: 'DELETE', path: '/v1/projects/{namespace}/webhooks/{webhook_id}' }, { path: { namespace, webhook_id: webhookId } }, options),
+      listWebhookDeliveries: (namespace, webhookId, query, options) =>
+        caller.paginate({ method: 'GET', path: '/v1/projects/{namespace}/webhooks/{webhook_id}/deliveries' }, { path: { namespace, webhook_id: webhookId }, query }, options),
+      retryWebhookDelivery: (namespace, webhookId, deliveryId, options) =>
+        caller.call({ method: 'POST', path: '/v1/projects/{namespace}/webhooks/{webhook_id}/deliveries/{delivery_id}/retry', idempotencyKey: true }, { path: { namespace, webhook_id: webhookId, delivery_id: deliveryId } }, options),
+      recover: (namespace, webhookId, body, options) =>
+        caller.call({ method: 'POST', path: '/v1/projects/{namespace}/webhooks/{webhook_id}/recover', idempotencyKey: true }, { path: { namespace, webhook_id: webhookId }, body }, options),
+      rotateWebhookSecret: (namespace, webhookId, options) =>
+        caller.call({ method: 'POST', path: '/v1/projects/{namespace}/webhooks/{webhook_id}/secret', idempotencyKey: true }, { path: { namespace, webhook_id: webhookId } }, options),
+      test: (namespace, webhookId, options) =>
+        caller.call({ method: 'POST', path: '/v1/projects/{namespace}/webhooks/{webhook_id}/test', idempotencyKey: true }, { path: { namespace, webhook_id: webhookId } }, options),
     };
     this.users = {
       me: (options) =>

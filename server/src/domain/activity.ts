@@ -22,7 +22,11 @@ export type ActivityType =
   | 'feed.updated'
   | 'feed.deleted'
   | 'billing.changed'
-  | 'project.owner_changed';
+  | 'project.owner_changed'
+  | 'webhook.created'
+  | 'webhook.updated'
+  | 'webhook.deleted'
+  | 'webhook.disabled';
 
 /**
  * Adds a record to the unit of work of `em`: it is written by that transaction's flush (every

@@ -156,8 +156,8 @@ async function storeGroup(publications: Publication[]): Promise<Outcome<EventRow
 /** `GET /v1/projects/{namespace}/events`'s filters: see the contract's `listEvents`. */
 export type EventFilter = Pick<NonNullable<operations['listEvents']['parameters']['query']>, 'feed' | 'tag' | 'user_id' | 'q'>;
 
-/** The JSON documents `tags @> …` must contain for a `key:value` filter: one per type the value can be. */
-function tagCandidates(tag: string, at: string): Record<string, TagValue>[] {
+/** The JSON documents `tags @> …` must contain for a `key:value` filter: one per type the value can be; 400 at `at` for a malformed filter. */
+export function tagCandidates(tag: string, at: string): Record<string, TagValue>[] {
   const colon = tag.indexOf(':');
   const key = colon < 0 ? tag : tag.slice(0, colon);
   if (colon < 0 || !TAG_KEY.test(key))

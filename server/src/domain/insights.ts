@@ -23,7 +23,9 @@ import {
 import { lockProject, ownTransaction, transaction } from '../db/transaction.js';
 import { InvalidRequest, NotFound, projectNotFound } from '../errors.js';
 import type { ProjectAccess } from './access.js';
+import { queueChange } from '../db/repositories/webhooks.js';
 import { recordActivity } from './activity.js';
+import type { ChangeShapes } from './webhooks.js';
 import type { Caller } from './credentials.js';
 import { GroupCommit, type Outcome } from './group-commit.js';
 import { refuseAtCap, type Limits } from './limits.js';
@@ -69,13 +71,14 @@ export function changeInsight(
   access: ProjectAccess,
   id: string,
   changes: InsightChanges,
+  shapes: ChangeShapes,
 ): Promise<InsightView> {
   const { title, value, emoji, increment, ...unhandled } = changes;
   const _everyField: Record<string, never> = unhandled;
   if (increment !== undefined && title === undefined && value === undefined && emoji === undefined) {
     return incrementInsightBy(em, { id: caller.userId }, { id: access.projectId }, id, increment);
   }
-  return editInsight(em, caller.user, access.project, id, changes);
+  return editInsight(em, caller.user, access.project, id, changes, shapes);
 }
 
 /**
@@ -83,7 +86,14 @@ export function changeInsight(
  * statement, so concurrent increments serialise on the row and none is lost. `em` may be in a
  * transaction already (the changes are then part of it).
  */
-export async function editInsight(em: EntityManager, actor: User, project: Project, id: string, changes: InsightChanges): Promise<Insight> {
+export async function editInsight(
+  em: EntityManager,
+  actor: User,
+  project: Project,
+  id: string,
+  changes: InsightChanges,
+  shapes: ChangeShapes,
+): Promise<Insight> {
   const { title, value, emoji, increment, ...unhandled } = changes;
   const _everyField: Record<string, never> = unhandled;
   if (increment !== undefined && value !== undefined) {
@@ -102,6 +112,7 @@ export async function editInsight(em: EntityManager, actor: User, project: Proje
     if (!insight) throw insightNotFound();
     const fields = (['title', 'value', 'emoji', 'increment'] as const).filter((field) => changes[field] !== undefined);
     recordActivity(tx, project, actor, 'insight.updated', { insight_id: id, fields });
+    await queueChange(tx, project.id, 'insight.updated', shapes.insight(insight));
     return insight;
   });
 }

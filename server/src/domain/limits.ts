@@ -18,6 +18,7 @@ const SETTINGS: Record<Cap, string> = {
   membersPerProject: 'MAX_MEMBERS_PER_PROJECT',
   projectsPerUser: 'MAX_PROJECTS_PER_USER',
   apiTokensPerUser: 'MAX_API_TOKENS_PER_USER',
+  webhooksPerProject: 'MAX_WEBHOOKS_PER_PROJECT',
 };
 
 /**

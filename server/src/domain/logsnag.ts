@@ -20,6 +20,7 @@ import type { ProjectAccess } from './access.js';
 import type { Caller } from './credentials.js';
 import { addInsight, changeInsight, editInsight, type InsightView } from './insights.js';
 import type { Limits } from './limits.js';
+import type { ChangeShapes } from './webhooks.js';
 
 /** `POST /v1/log`'s body. */
 export type LogSnagLogInput = components['schemas']['LogSnagLogRequest'];
@@ -103,12 +104,19 @@ function insightTitled<T>(
  * `POST /v1/insight`: sets the value (and, when given, the emoji) of the insight with this title,
  * as `PATCH …/insights/{id}` does (`insight.updated`), or creates it (`insight.created`).
  */
-export function setInsight(em: EntityManager, actor: User, project: Project, input: LogSnagInsightInput, limits: Limits): Promise<Insight> {
+export function setInsight(
+  em: EntityManager,
+  actor: User,
+  project: Project,
+  input: LogSnagInsightInput,
+  limits: Limits,
+  shapes: ChangeShapes,
+): Promise<Insight> {
   const { project: _project, title, value, icon, ...unhandled } = input;
   const _everyField: Record<string, never> = unhandled;
   const emoji = icon !== undefined ? { emoji: icon } : {};
   return insightTitled(em, actor, project, { title, value, ...emoji }, limits, (tx, found) =>
-    editInsight(tx, actor, project, found.id, { value, ...emoji }),
+    editInsight(tx, actor, project, found.id, { value, ...emoji }, shapes),
   );
 }
 
@@ -125,6 +133,7 @@ export async function incrementInsight(
   access: ProjectAccess,
   input: LogSnagIncrementInput,
   limits: Limits,
+  shapes: ChangeShapes,
 ): Promise<InsightView> {
   const { project: _project, title, value, icon, ...unhandled } = input;
   const _everyField: Record<string, never> = unhandled;
@@ -133,7 +142,7 @@ export async function incrementInsight(
   const insight = await insightTitled(em, caller.user, project, create, limits, (_tx, found) => Promise.resolve(found));
   const emoji = icon !== undefined && icon !== insight.emoji ? { emoji: icon } : {};
   try {
-    return await changeInsight(em, caller, access, insight.id, { increment: value.$inc, ...emoji });
+    return await changeInsight(em, caller, access, insight.id, { increment: value.$inc, ...emoji }, shapes);
   } catch (error) {
     if (error instanceof InvalidRequest && error.details?.[0]?.path === '/body/increment') {
       throw InvalidRequest.field('/body/value/$inc', error.details[0].message);

@@ -27,7 +27,9 @@ import { lockUserRow } from '../db/row-locks.js';
 import { lockProject, lockUser, transaction, writeChanges } from '../db/transaction.js';
 import { Conflict, Forbidden, NotFound } from '../errors.js';
 import { confirmAccess } from './access.js';
+import { queueChange } from '../db/repositories/webhooks.js';
 import { recordActivity } from './activity.js';
+import type { ChangeShapes } from './webhooks.js';
 import { refuseAtCap, type Limits } from './limits.js';
 import { loadProject, type ProjectView } from './projects.js';
 
@@ -48,7 +50,13 @@ const names = (username: string, user: User) => username.toLowerCase() === user.
  * the row answers 204 and records it. Removing another member is the owner's: 403 `not_owner`
  * once the caller no longer owns the project.
  */
-export async function removeFromProject(em: EntityManager, actor: User, project: Project, username: string): Promise<string> {
+export async function removeFromProject(
+  em: EntityManager,
+  shapes: ChangeShapes,
+  actor: User,
+  project: Project,
+  username: string,
+): Promise<string> {
   return transaction(em, async (tx) => {
     await lockProject(tx, project.id, 'key share');
     const leaving = names(username, actor);
@@ -58,6 +66,7 @@ export async function removeFromProject(em: EntityManager, actor: User, project:
     if (target.role === 'owner') throw new Conflict('owner_cannot_leave', 'The owner cannot leave or be removed from its project.');
     if (!(await deleteMembership(tx, target.id))) throw memberNotFound();
     recordActivity(tx, project, actor, leaving ? 'member.left' : 'member.removed', { username: target.user.username });
+    await queueChange(tx, project.id, 'member.left', shapes.member(target.user, target.role));
     await writeChanges(tx);
     return target.user.id;
   });
@@ -112,13 +121,14 @@ export async function invitesReceived(em: EntityManager, user: User, page: PageR
  * a membership is either there when the invitee's account is deleted, and given up with a record,
  * or never made (the account, and the credential of this request, are gone: 401).
  */
-export async function joinByInvite(em: EntityManager, invitee: User, invite: ProjectInvite): Promise<ProjectView> {
+export async function joinByInvite(em: EntityManager, shapes: ChangeShapes, invitee: User, invite: ProjectInvite): Promise<ProjectView> {
   return transaction(em, async (tx) => {
     await lockUser(tx, invitee.id);
     await lockProject(tx, invite.project.id, 'key share');
     if (!(await deleteInviteById(tx, invite.id))) throw new NotFound('You have no pending invite to this project.');
     addMembership(tx, invite.project, invitee, 'member');
     recordActivity(tx, invite.project, invitee, 'member.joined', { username: invitee.username });
+    await queueChange(tx, invite.project.id, 'member.joined', shapes.member(invitee, 'member'));
     await writeChanges(tx);
     return loadProject(tx, invite.project.id);
   });

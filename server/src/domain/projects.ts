@@ -24,7 +24,9 @@ import { conflictOn } from '../db/unique.js';
 import type { Grant } from '../policies/project.js';
 import type { IconStore } from '../storage/icons.js';
 import { confirmAccess } from './access.js';
+import { queueChange } from '../db/repositories/webhooks.js';
 import { recordActivity } from './activity.js';
+import type { ChangeShapes } from './webhooks.js';
 import type { WebhookVerifier } from './billing.js';
 import { refuseAtCap, type Limits } from './limits.js';
 import { PAGE_BYTES } from './pagination.js';
@@ -153,6 +155,7 @@ export async function changeProject(
   actor: User,
   project: Project,
   changes: ProjectChanges,
+  shapes: ChangeShapes,
 ): Promise<ProjectView> {
   const { name: givenName, namespace, icon: givenIcon, ...rest } = changes;
   allFieldsHandled(rest);
@@ -180,7 +183,9 @@ export async function changeProject(
       if (Object.keys(changed).length > 0) recordActivity(tx, current, actor, 'project.updated', { changes: changed });
       await writeChanges(tx);
       if (icon) await icons.save(tx, icon);
-      return loadProject(tx, project.id);
+      const view = await loadProject(tx, project.id);
+      if (Object.keys(changed).length > 0) await queueChange(tx, project.id, 'project.updated', shapes.project(view));
+      return view;
     });
   return conflictOn(update, NAMESPACE_TAKEN);
 }

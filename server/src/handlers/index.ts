@@ -23,6 +23,18 @@ import { removeMember } from './members.js';
 import { confirmPasswordReset, requestPasswordReset } from './password-reset.js';
 import { createProject, deleteProject, getProject, listProjects, transferOwnership, updateProject } from './projects.js';
 import { deleteSession, listSessions } from './sessions.js';
+import {
+  createWebhook,
+  deleteWebhook,
+  getWebhook,
+  listWebhookDeliveries,
+  listWebhooks,
+  recoverWebhook,
+  retryWebhookDelivery,
+  rotateWebhookSecret,
+  testWebhook,
+  updateWebhook,
+} from './webhooks.js';
 
 export const handlers: Handlers = {
   getRoot,
@@ -81,4 +93,14 @@ export const handlers: Handlers = {
   logsnagSetInsight,
   logsnagIncrementInsight,
   logsnagIdentify,
+  listWebhooks,
+  createWebhook,
+  getWebhook,
+  updateWebhook,
+  deleteWebhook,
+  rotateWebhookSecret,
+  testWebhook,
+  listWebhookDeliveries,
+  retryWebhookDelivery,
+  recoverWebhook,
 };

@@ -15,9 +15,9 @@ export const listInsights: Handler<'listInsights'> = async ({ params, query, cal
   return { status: 200, data: toPage(await insightsOf(em, project, page), page.limit, presentInsight) };
 };
 
-export const updateInsight: Handler<'updateInsight'> = async ({ params, body, caller, em }) => {
+export const updateInsight: Handler<'updateInsight'> = async ({ params, body, caller, em, services }) => {
   const access = await projectAccess(em, caller, params.namespace, 'insight.update');
-  return { status: 200, data: presentInsight(await changeInsight(em, caller, access, params.insight_id, body)) };
+  return { status: 200, data: presentInsight(await changeInsight(em, caller, access, params.insight_id, body, services.webhookShapes)) };
 };
 
 export const deleteInsight: Handler<'deleteInsight'> = async ({ params, caller, em }) => {

@@ -19,7 +19,7 @@ export const listInvites: Handler<'listInvites'> = async ({ params, query, calle
 
 export const acceptInvite: Handler<'acceptInvite'> = async ({ params, caller, em, services }) => {
   const { invite } = await inviteeAccess(em, caller, params.namespace, 'invite.accept', params.username);
-  return { status: 200, data: presentProject(await joinByInvite(em, caller.user, invite), services.icons) };
+  return { status: 200, data: presentProject(await joinByInvite(em, services.webhookShapes, caller.user, invite), services.icons) };
 };
 
 export const deleteInvite: Handler<'deleteInvite'> = async ({ params, caller, em }) => {

@@ -13,12 +13,18 @@ export const logsnagLog: Handler<'logsnagLog'> = async ({ body, caller, em, serv
 
 export const logsnagSetInsight: Handler<'logsnagSetInsight'> = async ({ body, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, body.project, 'insight.update');
-  return { status: 200, data: presentInsight(await setInsight(em, caller.user, project, body, services.config.limits)) };
+  return {
+    status: 200,
+    data: presentInsight(await setInsight(em, caller.user, project, body, services.config.limits, services.webhookShapes)),
+  };
 };
 
 export const logsnagIncrementInsight: Handler<'logsnagIncrementInsight'> = async ({ body, caller, em, services }) => {
   const access = await projectAccess(em, caller, body.project, 'insight.update');
-  return { status: 200, data: presentInsight(await incrementInsight(em, caller, access, body, services.config.limits)) };
+  return {
+    status: 200,
+    data: presentInsight(await incrementInsight(em, caller, access, body, services.config.limits, services.webhookShapes)),
+  };
 };
 
 export const logsnagIdentify: Handler<'logsnagIdentify'> = async ({ body, caller, em }) => {

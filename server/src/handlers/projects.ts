@@ -23,7 +23,7 @@ export const getProject: Handler<'getProject'> = async ({ params, caller, em, se
 
 export const updateProject: Handler<'updateProject'> = async ({ params, body, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'project.update');
-  const updated = await changeProject(em, services.icons, caller.user, project, body);
+  const updated = await changeProject(em, services.icons, caller.user, project, body, services.webhookShapes);
   return { status: 200, data: presentProject(updated, services.icons) };
 };
 

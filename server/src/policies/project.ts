@@ -48,6 +48,12 @@ export const PROJECT_RULES = {
   'billing.checkout': 'owner',
   'billing.portal': 'owner',
   'project.transfer': 'owner',
+  'webhook.list': 'member',
+  'webhook.read': 'member',
+  'webhook.create': 'member',
+  'webhook.update': 'member',
+  'webhook.delete': 'member',
+  'webhook.test': 'member',
 } as const satisfies Record<string, Rule>;
 
 export type ProjectAction = keyof typeof PROJECT_RULES;

@@ -14,6 +14,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { Feed, type Project, type TagValue } from '../entities.js';
 import { findPage, type PageRequest } from '../page.js';
 import { query, sqlOnce } from '../raw.js';
+import { QUEUE_EVENT_DELIVERIES } from './webhooks.js';
 
 // ---------- Feeds ----------
 
@@ -139,15 +140,16 @@ export type NewEvent = Omit<EventRow, 'feed' | 'createdAt'> & { feedId: string }
 // text whatever the count, so it is prepared once), then from the rows inserted, the feeds' counts
 // per minute, quarter hour, hour and UTC day of the events' timestamps (what a chart's buckets sum:
 // db/repositories/event-counts.ts), and the end users' first and last
-// events and number of events. The counts are written with the events, in their transaction: no
+// events and number of events, and the webhook deliveries the events' endpoints are owed
+// (db/repositories/webhooks.ts). All are written with the events, in their transaction: no
 // crash or race can leave one without the other.
 const INSERT_EVENTS = `with inserted as (
     insert into events (id, project_id, feed_id, event, description, emoji, tags, user_id, notify, timestamp, created_at)
     select v.id, ?::uuid, v.feed_id, v.event, v.description, v.emoji, v.tags, v.user_id, v.notify, v.timestamp, ?::timestamptz
     from unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::text[], ?::boolean[], ?::timestamptz[])
       as v(id, feed_id, event, description, emoji, tags, user_id, notify, timestamp)
-    returning project_id, feed_id, user_id, timestamp
-  ), counted as (
+    returning id, project_id, feed_id, user_id, timestamp, tags, notify
+  ), ${QUEUE_EVENT_DELIVERIES}, event_counted as (
     insert into event_counts as c (project_id, span, start, feed_id, count)
     select i.project_id, s.span, to_timestamp(floor(extract(epoch from i.timestamp) / s.span) * s.span), i.feed_id, count(*)
     from inserted i cross join (values (60), (900), (3600), (86400)) as s(span)
@@ -234,6 +236,12 @@ export async function eventsAfter(em: EntityManager, projectId: string, cursor: 
     cursor,
     limit,
   ]);
+  return rows.map(eventRow);
+}
+
+/** The events among `ids` that are still stored, in no particular order. */
+export async function eventsByIds(em: EntityManager, ids: string[]): Promise<EventRow[]> {
+  const rows = await query<Row>(em, `select ${COLUMNS} where e.id = any(?::uuid[])`, [ids]);
   return rows.map(eventRow);
 }
 

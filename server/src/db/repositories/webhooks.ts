@@ -1,0 +1,597 @@
+/**
+ * The webhooks aggregate: a project's endpoints, and the deliveries queued for them (the outbox,
+ * docs/decisions.md, Webhooks). Every read and write of `webhook_endpoints` and
+ * `webhook_deliveries` is here, the part of the events' insert that queues their deliveries
+ * included (`QUEUE_EVENT_DELIVERIES`, which db/repositories/events.ts puts in its statement).
+ *
+ * Invariants the statements keep together (the migration says what each column holds):
+ * - `pending` is the number of the endpoint's deliveries in state `pending`: what queues adds to
+ *   it in the same statement, what settles takes from it in the same statement.
+ * - At most `MAX_PENDING` deliveries wait per endpoint: a queue with no room left for all it
+ *   matched queues what fits and pauses the endpoint (`disabled_reason` `backlog`).
+ * - A delivery is sent by one instance at a time: it is claimed with `for update skip locked`
+ *   and a lease (its `next_attempt_at` moved past the longest attempt), and an outcome is written
+ *   only for the attempt that claimed it (`attempts` unchanged since).
+ */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { query } from '../raw.js';
+
+/** Deliveries that may wait per endpoint; past it the endpoint is paused. */
+export const MAX_PENDING = 10_000;
+
+/** Attempts kept per delivery in its log, newest first. */
+export const KEPT_ATTEMPTS = 20;
+
+export type WebhookFormat = 'standard' | 'slack' | 'discord';
+export type DisabledReason = 'gone' | 'failing' | 'backlog';
+export type WebhookType = 'event.created' | 'insight.updated' | 'member.joined' | 'member.left' | 'project.updated';
+
+export interface WebhookFilter {
+  types: WebhookType[];
+  feeds: string[];
+  tags: string[];
+  notifyOnly: boolean;
+}
+
+export interface EndpointRow {
+  id: string;
+  projectId: string;
+  url: string;
+  description: string | null;
+  format: WebhookFormat;
+  filter: WebhookFilter;
+  enabled: boolean;
+  disabledReason: DisabledReason | null;
+  disabledAt: Date | null;
+  /** The signing secrets: the current one, and the previous one while it still signs. */
+  secrets: string[];
+  pending: number;
+  createdAt: Date;
+}
+
+interface EndpointColumns {
+  id: string;
+  project_id: string;
+  url: string;
+  description: string | null;
+  format: WebhookFormat;
+  types: WebhookType[];
+  feeds: string[];
+  tags: string[];
+  notify_only: boolean;
+  enabled: boolean;
+  disabled_reason: DisabledReason | null;
+  disabled_at: string | null;
+  secrets: string[];
+  pending: number;
+  created_at: string;
+}
+
+// to_json: the times as ISO 8601, whatever text format the connection's type parsers leave them in.
+const ENDPOINT_COLUMNS = `w.id, w.project_id, w.url, w.description, w.format, w.types, w.feeds, w.tags, w.notify_only, w.enabled,
+  w.disabled_reason, to_json(w.disabled_at) #>> '{}' as disabled_at, w.pending, to_json(w.created_at) #>> '{}' as created_at,
+  case when w.previous_secret_expires_at > now() then array[w.secret, w.previous_secret] else array[w.secret] end as secrets`;
+
+function endpointRow(row: EndpointColumns): EndpointRow {
+  return {
+    id: row.id,
+    projectId: row.project_id,
+    url: row.url,
+    description: row.description,
+    format: row.format,
+    filter: { types: row.types, feeds: row.feeds, tags: row.tags, notifyOnly: row.notify_only },
+    enabled: row.enabled,
+    disabledReason: row.disabled_reason,
+    disabledAt: row.disabled_at === null ? null : new Date(row.disabled_at),
+    secrets: row.secrets,
+    pending: row.pending,
+    createdAt: new Date(row.created_at),
+  };
+}
+
+// ---------- Endpoints ----------
+
+/** How many endpoints the project has. */
+export async function countEndpoints(em: EntityManager, projectId: string): Promise<number> {
+  const [row] = await query<{ n: number }>(em, 'select count(*)::int as n from webhook_endpoints where project_id = ?', [projectId]);
+  return row!.n;
+}
+
+/** At most `limit` of the project's endpoints, newest first, below the id `below` when given. */
+export async function endpointPage(em: EntityManager, projectId: string, below: string | undefined, limit: number): Promise<EndpointRow[]> {
+  const rows = await query<EndpointColumns>(
+    em,
+    below === undefined
+      ? `select ${ENDPOINT_COLUMNS} from webhook_endpoints w where w.project_id = ? order by w.id desc limit ?`
+      : `select ${ENDPOINT_COLUMNS} from webhook_endpoints w where w.project_id = ? and w.id < ? order by w.id desc limit ?`,
+    below === undefined ? [projectId, limit] : [projectId, below, limit],
+  );
+  return rows.map(endpointRow);
+}
+
+/** The project's endpoint `id`, or null; `forUpdate` locks its row until the transaction ends. */
+export async function findEndpoint(em: EntityManager, projectId: string, id: string, forUpdate = false): Promise<EndpointRow | null> {
+  const [row] = await query<EndpointColumns>(
+    em,
+    `select ${ENDPOINT_COLUMNS} from webhook_endpoints w where w.id = ? and w.project_id = ?${forUpdate ? ' for update' : ''}`,
+    [id, projectId],
+  );
+  return row ? endpointRow(row) : null;
+}
+
+export interface NewEndpoint {
+  id: string;
+  projectId: string;
+  url: string;
+  description: string | null;
+  format: WebhookFormat;
+  filter: WebhookFilter;
+  enabled: boolean;
+  secret: string;
+}
+
+/** Adds an endpoint; answers it as stored. */
+export async function insertEndpoint(em: EntityManager, e: NewEndpoint): Promise<EndpointRow> {
+  const [row] = await query<EndpointColumns>(
+    em,
+    `insert into webhook_endpoints as w (id, project_id, url, description, format, types, feeds, tags, notify_only, enabled, secret, created_at)
+     values (?, ?, ?, ?, ?, ?::text[], ?::text[], ?::text[], ?, ?, ?, now()) returning ${ENDPOINT_COLUMNS}`,
+    [
+      e.id,
+      e.projectId,
+      e.url,
+      e.description,
+      e.format,
+      e.filter.types,
+      e.filter.feeds,
+      e.filter.tags,
+      e.filter.notifyOnly,
+      e.enabled,
+      e.secret,
+    ],
+  );
+  return endpointRow(row!);
+}
+
+/** What a change sets; `enabled` true also clears why the service had turned it off. */
+export interface EndpointChanges {
+  url: string;
+  description: string | null;
+  format: WebhookFormat;
+  filter: WebhookFilter;
+  enabled: boolean;
+}
+
+/** Writes the endpoint's settings (its row locked by the caller); answers it as stored. */
+export async function updateEndpoint(em: EntityManager, id: string, c: EndpointChanges): Promise<EndpointRow> {
+  const [row] = await query<EndpointColumns>(
+    em,
+    `update webhook_endpoints w set url = ?, description = ?, format = ?, types = ?::text[], feeds = ?::text[], tags = ?::text[],
+       notify_only = ?, enabled = ?,
+       disabled_reason = case when ? then null else w.disabled_reason end,
+       disabled_at = case when ? then null else w.disabled_at end,
+       failing_since = case when ? and not w.enabled then null else w.failing_since end
+     where w.id = ? returning ${ENDPOINT_COLUMNS}`,
+    [
+      c.url,
+      c.description,
+      c.format,
+      c.filter.types,
+      c.filter.feeds,
+      c.filter.tags,
+      c.filter.notifyOnly,
+      c.enabled,
+      c.enabled,
+      c.enabled,
+      c.enabled,
+      id,
+    ],
+  );
+  return endpointRow(row!);
+}
+
+/** Deletes the project's endpoint `id` and its deliveries; false when it was gone already. */
+export async function deleteEndpoint(em: EntityManager, projectId: string, id: string): Promise<boolean> {
+  const rows = await query(em, 'delete from webhook_endpoints where id = ? and project_id = ? returning 1', [id, projectId]);
+  return rows.length > 0;
+}
+
+/** Makes `secret` the endpoint's secret; the one it replaces keeps signing until `previousUntil`. */
+export async function replaceSecret(em: EntityManager, id: string, secret: string, previousUntil: Date): Promise<void> {
+  await query(em, 'update webhook_endpoints set previous_secret = secret, previous_secret_expires_at = ?, secret = ? where id = ?', [
+    previousUntil.toISOString(),
+    secret,
+    id,
+  ]);
+}
+
+// ---------- Queueing ----------
+
+// A UUID v7 made in SQL (PostgreSQL 15 has no uuidv7()): the milliseconds since 1970 over the
+// first 48 bits of a random UUID, and the version bits turned from 4 to 7. Deliveries are paged by
+// id, newest first, like every other list.
+const NEW_ID = `encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing
+  substring(int8send(floor(extract(epoch from clock_timestamp()) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid`;
+
+// Whether the event `e` of the feed `f` passes the filter of the endpoint `w`: every list empty
+// lets everything through; a tag filter `key:value` matches the tag's value as text (a number or
+// boolean as it is spelt), like the events list's `tag` filter.
+const EVENT_MATCHES = `w.enabled
+  and (w.types = '{}' or 'event.created' = any(w.types))
+  and (w.feeds = '{}' or f.name = any(w.feeds))
+  and (e.notify or not w.notify_only)
+  and not exists (select 1 from unnest(w.tags) t where (e.tags ->> split_part(t, ':', 1)) is distinct from substr(t, strpos(t, ':') + 1))`;
+
+// From `matched(endpoint_id, event_id, n, room)` (n: the match's rank for its endpoint), the
+// deliveries that fit, and each endpoint's `pending` raised by what was queued, paused when some
+// did not fit. `w.pending` in the update is the row's latest: a concurrent settle is counted too.
+const QUEUE_MATCHED = `queued as (
+    insert into webhook_deliveries (id, endpoint_id, type, event_id, next_attempt_at, created_at)
+    select ${NEW_ID}, m.endpoint_id, 'event.created', m.event_id, now(), now() from matched m where m.n <= m.room
+  ), counted as (
+    update webhook_endpoints w set
+      pending = w.pending + least(c.total, c.room),
+      enabled = w.enabled and c.total <= c.room,
+      disabled_reason = case when c.total > c.room then 'backlog' else w.disabled_reason end,
+      disabled_at = case when c.total > c.room then now() else w.disabled_at end
+    from (select endpoint_id, count(*)::int as total, greatest(min(room), 0)::int as room from matched group by 1) c
+    where w.id = c.endpoint_id
+  )`;
+
+/**
+ * The part of the events' insert (db/repositories/events.ts, `INSERT_EVENTS`) that queues an
+ * `event.created` delivery for every endpoint whose filter an inserted event passes, in the same
+ * statement: a delivery exists exactly when its event does. Reads the CTE `inserted` (id,
+ * project_id, feed_id, tags, notify of each event) and adds the CTEs `matched`, `queued` and `counted`.
+ */
+export const QUEUE_EVENT_DELIVERIES = `matched as (
+    select w.id as endpoint_id, e.id as event_id, row_number() over (partition by w.id order by e.id) as n, ${MAX_PENDING} - w.pending as room
+    from inserted e join feeds f on f.id = e.feed_id join webhook_endpoints w on w.project_id = e.project_id
+    where ${EVENT_MATCHES}
+  ), ${QUEUE_MATCHED}`;
+
+/**
+ * Queues again, for one endpoint, the project's stored events created since `since` (and with an
+ * id from `fromId`, the first id that instant can have) that pass its filter, oldest first, as
+ * many as its backlog has room for. Answers how many were queued, and the creation time of the
+ * first event left out for want of room (null when none was).
+ */
+export async function queueRecovery(
+  em: EntityManager,
+  endpointId: string,
+  since: Date,
+  fromId: string,
+): Promise<{ queued: number; resumeSince: Date | null }> {
+  const [row] = await query<{ queued: number; resume_since: string | null }>(
+    em,
+    `with candidates as (
+       select w.id as endpoint_id, e.id as event_id, e.created_at, row_number() over (order by e.id) as n, ${MAX_PENDING} - w.pending as room
+       from webhook_endpoints w
+       join events e on e.project_id = w.project_id and e.id >= ?::uuid and e.created_at >= ?::timestamptz
+       join feeds f on f.id = e.feed_id
+       where w.id = ? and ${EVENT_MATCHES}
+       order by e.id
+       limit ${MAX_PENDING + 1}
+     ), matched as (
+       select * from candidates where n <= room + 1
+     ), queued as (
+       insert into webhook_deliveries (id, endpoint_id, type, event_id, next_attempt_at, created_at)
+       select ${NEW_ID}, m.endpoint_id, 'event.created', m.event_id, now(), now() from matched m where m.n <= m.room
+       returning 1
+     ), counted as (
+       update webhook_endpoints w set pending = w.pending + (select count(*) from queued) where w.id = ?
+     )
+     select (select count(*) from queued)::int as queued,
+       (select to_json(created_at) #>> '{}' from matched where n > room order by n limit 1) as resume_since`,
+    [fromId, since.toISOString(), endpointId, endpointId],
+  );
+  return { queued: row!.queued, resumeSince: row!.resume_since === null ? null : new Date(row!.resume_since) };
+}
+
+/**
+ * Queues a change other than an event (`data` as the API shows it) for every enabled endpoint of
+ * the project whose `types` let it through, in the caller's transaction: the delivery commits with
+ * the change or not at all.
+ */
+export async function queueChange(em: EntityManager, projectId: string, type: WebhookType, data: unknown): Promise<void> {
+  await query(
+    em,
+    `with matched as (
+       select w.id as endpoint_id, 1 as n, ${MAX_PENDING} - w.pending as room
+       from webhook_endpoints w
+       where w.project_id = ? and w.enabled and (w.types = '{}' or ? = any(w.types))
+     ), queued as (
+       insert into webhook_deliveries (id, endpoint_id, type, payload, next_attempt_at, created_at)
+       select ${NEW_ID}, m.endpoint_id, ?, ?::jsonb, now(), now() from matched m where m.n <= m.room
+     )
+     update webhook_endpoints w set
+       pending = w.pending + least(1, greatest(m.room, 0)),
+       enabled = w.enabled and m.room >= 1,
+       disabled_reason = case when m.room < 1 then 'backlog' else w.disabled_reason end,
+       disabled_at = case when m.room < 1 then now() else w.disabled_at end
+     from matched m where w.id = m.endpoint_id`,
+    [projectId, type, type, JSON.stringify(data)],
+  );
+}
+
+// ---------- Delivering ----------
+
+/** A delivery an instance has claimed, with what it needs to send it. */
+export interface ClaimedDelivery {
+  id: string;
+  endpointId: string;
+  projectId: string;
+  type: WebhookType;
+  /** `event.created`: the event to read; otherwise null. */
+  eventId: string | null;
+  /** Other types: `data` as queued; `event.created`: null. */
+  payload: unknown;
+  /** Attempts begun, this one included: an outcome is written only while it is unchanged. */
+  attempt: number;
+  createdAt: Date;
+  url: string;
+  format: WebhookFormat;
+  secrets: string[];
+}
+
+interface ClaimedColumns {
+  id: string;
+  endpoint_id: string;
+  project_id: string;
+  type: WebhookType;
+  event_id: string | null;
+  payload: unknown;
+  attempts: number;
+  created_at: string;
+  url: string;
+  format: WebhookFormat;
+  secrets: string[];
+}
+
+/**
+ * Claims deliveries that are due, at most `perEndpoint` of each enabled endpoint not in
+ * `skipEndpoints` and `limit` in all, for `leaseMs`: until then no instance takes them again.
+ * Rows another instance is claiming are skipped, never waited for.
+ */
+export async function claimDue(
+  em: EntityManager,
+  options: { skipEndpoints: string[]; perEndpoint: number; limit: number; leaseMs: number },
+): Promise<ClaimedDelivery[]> {
+  const rows = await query<ClaimedColumns>(
+    em,
+    `with due as (
+       select d.id from webhook_endpoints w
+       cross join lateral (
+         select d.id from webhook_deliveries d
+         where d.endpoint_id = w.id and d.state = 'pending' and d.next_attempt_at <= now()
+         order by d.next_attempt_at limit ?
+         for update of d skip locked
+       ) d
+       where w.pending > 0 and w.enabled and w.id <> all(?::uuid[])
+       limit ?
+     )
+     update webhook_deliveries d set attempts = d.attempts + 1, next_attempt_at = now() + ? * interval '1 millisecond'
+     from due, webhook_endpoints w
+     where d.id = due.id and w.id = d.endpoint_id
+     returning d.id, d.endpoint_id, w.project_id, d.type, d.event_id, d.payload, d.attempts, to_json(d.created_at) #>> '{}' as created_at,
+       w.url, w.format,
+       case when w.previous_secret_expires_at > now() then array[w.secret, w.previous_secret] else array[w.secret] end as secrets`,
+    [options.perEndpoint, options.skipEndpoints, options.limit, options.leaseMs],
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    endpointId: r.endpoint_id,
+    projectId: r.project_id,
+    type: r.type,
+    eventId: r.event_id,
+    payload: r.payload,
+    attempt: r.attempts,
+    createdAt: new Date(r.created_at),
+    url: r.url,
+    format: r.format,
+    secrets: r.secrets,
+  }));
+}
+
+/** One attempt's outcome, as the delivery's log keeps it. */
+export interface AttemptEntry {
+  at: string;
+  status_code: number | null;
+  duration_ms: number;
+  body: string | null;
+  error: string | null;
+}
+
+/** What became of a claimed attempt: `retryAt` null with `delivered` false means it failed for good. */
+export interface Outcome {
+  id: string;
+  attempt: number;
+  entry: AttemptEntry;
+  delivered: boolean;
+  /** The endpoint answered 410 Gone: it is turned off at once. */
+  gone: boolean;
+  retryAt: Date | null;
+}
+
+/** An endpoint a settle turned off. */
+export interface DisabledEndpoint {
+  id: string;
+  projectId: string;
+  url: string;
+  reason: DisabledReason;
+}
+
+/**
+ * Writes the outcomes of claimed attempts, in one statement: each delivery's state, next attempt
+ * and log (only where the attempt is still the latest claimed), and for each endpoint, `pending`
+ * lowered by what settled for good, when its failures began (`failing_since`, cleared by a
+ * success), and whether it is turned off: at once on a 410, or when it has failed without a
+ * success for `failingForMs`. Answers the endpoints this turned off.
+ */
+export async function settle(em: EntityManager, outcomes: Outcome[], failingForMs: number): Promise<DisabledEndpoint[]> {
+  if (outcomes.length === 0) return [];
+  return query<DisabledEndpoint>(
+    em,
+    `with outcome as (
+       select * from unnest(?::uuid[], ?::int[], ?::jsonb[], ?::boolean[], ?::boolean[], ?::timestamptz[])
+         as o(id, attempt, entry, delivered, gone, retry_at)
+     ), settled as (
+       update webhook_deliveries d set
+         state = case when o.delivered then 'delivered' when o.retry_at is null then 'failed' else 'pending' end,
+         next_attempt_at = case when o.delivered then null else o.retry_at end,
+         log = jsonb_path_query_array(jsonb_build_array(o.entry) || d.log, '$[0 to ${KEPT_ATTEMPTS - 1}]')
+       from outcome o
+       where d.id = o.id and d.attempts = o.attempt and d.state = 'pending'
+       returning d.endpoint_id, o.delivered, o.gone, o.retry_at
+     ), verdict as (
+       select s.endpoint_id,
+         count(*) filter (where s.delivered or s.retry_at is null)::int as done,
+         bool_or(s.delivered) as succeeded,
+         bool_or(not s.delivered) as failed,
+         case
+           when bool_or(s.gone) then 'gone'
+           when not bool_or(s.delivered) and min(w.failing_since) < now() - ? * interval '1 millisecond' then 'failing'
+         end as reason,
+         bool_and(w.enabled) as was_enabled
+       from settled s join webhook_endpoints w on w.id = s.endpoint_id
+       group by s.endpoint_id
+     ), changed as (
+       update webhook_endpoints w set
+         pending = w.pending - v.done,
+         failing_since = case when v.succeeded then null when v.failed then coalesce(w.failing_since, now()) else w.failing_since end,
+         enabled = w.enabled and v.reason is null,
+         disabled_reason = coalesce(v.reason, w.disabled_reason),
+         disabled_at = case when v.reason is not null and w.enabled then now() else w.disabled_at end
+       from verdict v where w.id = v.endpoint_id
+       returning w.id, w.project_id, w.url, v.reason, v.was_enabled
+     )
+     select id, project_id as "projectId", url, reason from changed where reason is not null and was_enabled`,
+    [
+      outcomes.map((o) => o.id),
+      outcomes.map((o) => o.attempt),
+      outcomes.map((o) => JSON.stringify(o.entry)),
+      outcomes.map((o) => o.delivered),
+      outcomes.map((o) => o.gone),
+      outcomes.map((o) => (o.retryAt === null ? null : o.retryAt.toISOString())),
+      failingForMs,
+    ],
+  );
+}
+
+/**
+ * Writes the outcome of an attempt a member asked for (a retry now), whatever the delivery's
+ * state: the log gains it, and a success makes the delivery `delivered` (taking it from the
+ * endpoint's `pending` if it was waiting). A failure changes neither state nor schedule.
+ */
+export async function recordManualAttempt(em: EntityManager, id: string, entry: AttemptEntry, delivered: boolean): Promise<void> {
+  await query(
+    em,
+    `with before as (select state from webhook_deliveries where id = ? for update),
+     changed as (
+       update webhook_deliveries d set
+         log = jsonb_path_query_array(jsonb_build_array(?::jsonb) || d.log, '$[0 to ${KEPT_ATTEMPTS - 1}]'),
+         state = case when ? then 'delivered' else d.state end,
+         next_attempt_at = case when ? then null else d.next_attempt_at end
+       where d.id = ? returning d.endpoint_id
+     )
+     update webhook_endpoints w set pending = w.pending - 1, failing_since = null
+     from changed c, before b where w.id = c.endpoint_id and ? and b.state = 'pending'`,
+    [id, JSON.stringify(entry), delivered, delivered, id, delivered],
+  );
+}
+
+// ---------- The delivery log ----------
+
+export interface DeliveryRow {
+  id: string;
+  endpointId: string;
+  projectId: string;
+  type: WebhookType;
+  eventId: string | null;
+  payload: unknown;
+  state: 'pending' | 'delivered' | 'failed';
+  nextAttemptAt: Date | null;
+  log: AttemptEntry[];
+  createdAt: Date;
+}
+
+interface DeliveryColumns {
+  id: string;
+  endpoint_id: string;
+  project_id: string;
+  type: WebhookType;
+  event_id: string | null;
+  payload: unknown;
+  state: DeliveryRow['state'];
+  next_attempt_at: string | null;
+  log: AttemptEntry[];
+  created_at: string;
+}
+
+const DELIVERY_COLUMNS = `d.id, d.endpoint_id, w.project_id, d.type, d.event_id, d.payload, d.state,
+  to_json(d.next_attempt_at) #>> '{}' as next_attempt_at, d.log, to_json(d.created_at) #>> '{}' as created_at
+  from webhook_deliveries d join webhook_endpoints w on w.id = d.endpoint_id`;
+
+function deliveryRow(r: DeliveryColumns): DeliveryRow {
+  return {
+    id: r.id,
+    endpointId: r.endpoint_id,
+    projectId: r.project_id,
+    type: r.type,
+    eventId: r.event_id,
+    payload: r.payload,
+    state: r.state,
+    nextAttemptAt: r.next_attempt_at === null ? null : new Date(r.next_attempt_at),
+    log: r.log,
+    createdAt: new Date(r.created_at),
+  };
+}
+
+/** At most `limit` of the endpoint's deliveries, newest first, below the id `below` when given. */
+export async function deliveryPage(
+  em: EntityManager,
+  endpointId: string,
+  below: string | undefined,
+  limit: number,
+): Promise<DeliveryRow[]> {
+  const rows = await query<DeliveryColumns>(
+    em,
+    below === undefined
+      ? `select ${DELIVERY_COLUMNS} where d.endpoint_id = ? order by d.id desc limit ?`
+      : `select ${DELIVERY_COLUMNS} where d.endpoint_id = ? and d.id < ? order by d.id desc limit ?`,
+    below === undefined ? [endpointId, limit] : [endpointId, below, limit],
+  );
+  return rows.map(deliveryRow);
+}
+
+/** The endpoint's delivery `id`, or null. */
+export async function findDelivery(em: EntityManager, endpointId: string, id: string): Promise<DeliveryRow | null> {
+  const [row] = await query<DeliveryColumns>(em, `select ${DELIVERY_COLUMNS} where d.id = ? and d.endpoint_id = ?`, [id, endpointId]);
+  return row ? deliveryRow(row) : null;
+}
+
+/** Deletes at most `limit` deliveries settled (delivered or failed) before `before`; how many it deleted. */
+export async function deleteSettledDeliveries(em: EntityManager, before: Date, limit: number): Promise<number> {
+  const [row] = await query<{ n: number }>(
+    em,
+    `with gone as (
+       delete from webhook_deliveries where id = any(array(
+         select id from webhook_deliveries where state <> 'pending' and created_at < ? order by created_at limit ? for update skip locked
+       )) returning 1
+     )
+     select count(*)::int as n from gone`,
+    [before.toISOString(), limit],
+  );
+  return row!.n;
+}
+
+/** The project's owner's e-mail address and the project's namespace, for a notice. */
+export async function ownerOf(em: EntityManager, projectId: string): Promise<{ email: string; namespace: string } | undefined> {
+  const [row] = await query<{ email: string; namespace: string }>(
+    em,
+    `select u.email, p.namespace from projects p join project_members m on m.project_id = p.id and m.role = 'owner'
+     join users u on u.id = m.user_id where p.id = ?`,
+    [projectId],
+  );
+  return row;
+}

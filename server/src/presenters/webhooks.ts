@@ -1,0 +1,50 @@
+/** Webhook endpoints and their deliveries, on the wire. A secret is shown only where an operation makes one. */
+import type { components } from '../../../spec/generated/openapi.js';
+import type { DeliveryRow, EndpointRow } from '../domain/webhooks.js';
+import type { AttemptResult } from '../webhooks/send.js';
+
+type Schemas = components['schemas'];
+
+export function presentWebhook(endpoint: EndpointRow): Schemas['WebhookEndpoint'] {
+  const { types, feeds, tags, notifyOnly } = endpoint.filter;
+  return {
+    id: endpoint.id,
+    url: endpoint.url,
+    description: endpoint.description,
+    format: endpoint.format,
+    filter: { types, feeds, tags, notify_only: notifyOnly },
+    enabled: endpoint.enabled,
+    disabled_reason: endpoint.disabledReason,
+    pending_deliveries: endpoint.pending,
+    created_at: endpoint.createdAt.toISOString(),
+  };
+}
+
+export function presentCreatedWebhook({ endpoint, secret }: { endpoint: EndpointRow; secret: string }): Schemas['CreatedWebhookEndpoint'] {
+  return { ...presentWebhook(endpoint), secret };
+}
+
+export function presentRotatedSecret({
+  secret,
+  previousExpiresAt,
+}: {
+  secret: string;
+  previousExpiresAt: Date;
+}): Schemas['RotatedWebhookSecret'] {
+  return { secret, previous_expires_at: previousExpiresAt.toISOString() };
+}
+
+export function presentDelivery(delivery: DeliveryRow): Schemas['WebhookDelivery'] {
+  return {
+    id: delivery.id,
+    type: delivery.type,
+    state: delivery.state,
+    next_attempt_at: delivery.nextAttemptAt?.toISOString() ?? null,
+    attempts: delivery.log.map(({ at, status_code, duration_ms, body, error }) => ({ at, status_code, duration_ms, body, error })),
+    created_at: delivery.createdAt.toISOString(),
+  };
+}
+
+export function presentTestResult(result: AttemptResult): Schemas['WebhookTestResult'] {
+  return { status_code: result.statusCode, body: result.body, duration_ms: result.durationMs, error: result.error };
+}

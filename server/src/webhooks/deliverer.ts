@@ -1,0 +1,221 @@
+/**
+ * Sends the deliveries that are due, on every instance (docs/webhooks.md, How deliveries go out).
+ *
+ * A cycle claims due deliveries (db/repositories/webhooks.ts, `claimDue`: skip-locked, with a lease
+ * of four attempt timeouts), sends each endpoint's batch with a few attempts at once, and writes the
+ * batch's outcomes in one statement. Isolation, so one endpoint never delays another's deliveries:
+ * - an endpoint has one batch in flight at a time (`BATCH` deliveries, `PER_ENDPOINT` attempts at
+ *   once), and is not claimed for again until it is written back; a batch ends within two attempt
+ *   timeouts, inside its lease, so a slow endpoint's deliveries are never claimed twice;
+ * - the instance has at most `concurrency` deliveries claimed in all, and claims for endpoints in
+ *   no order of theirs, so a project with many endpoints cannot hold every slot for long.
+ * A cycle runs when the bus says events were stored (on any instance), when a change here queued
+ * deliveries, when a batch ends, and every `pollMs` (retries come due, other instances' changes).
+ */
+import http from 'node:http';
+import https from 'node:https';
+import type { Logger } from 'pino';
+import type { WebhookSettings } from '../config.js';
+import { unitOfWork, type Database } from '../db/orm.js';
+import {
+  claimDueDeliveries,
+  settleAttempts,
+  storedEvents,
+  type ChangeShapes,
+  type ClaimedDelivery,
+  type DisabledEndpoint,
+  type Outcome,
+} from '../domain/webhooks.js';
+import type { EventRow } from '../domain/events.js';
+import { guardedLookup } from './address-guard.js';
+import { requestFor, type Message } from './messages.js';
+import { send, type AttemptResult } from './send.js';
+
+/** Deliveries claimed for one endpoint at a time. */
+const BATCH = 32;
+/** Attempts at one endpoint at once. BATCH / PER_ENDPOINT attempt timeouts must fit in the lease. */
+const PER_ENDPOINT = 16;
+
+/** What happens when the service turns an endpoint off (the activity entry, the owner's mail). */
+export type OnDisabled = (endpoints: DisabledEndpoint[]) => Promise<void>;
+
+/** The wait before retry `n` (1 for the first), with up to 10 % more at random so retries of many deliveries spread out. */
+export function retryDelay(scheduleMs: number[], n: number): number | undefined {
+  const base = scheduleMs[n - 1];
+  return base === undefined ? undefined : Math.round(base * (1 + Math.random() * 0.1));
+}
+
+export class Deliverer {
+  private readonly busy = new Set<string>();
+  private inFlight = 0;
+  private readonly batches = new Set<Promise<void>>();
+  private timer: NodeJS.Timeout | undefined;
+  private cycling = false;
+  private again = false;
+  private stopped = false;
+  /** Keep-alive connections per endpoint (every socket made through the guard), dropped when idle. */
+  private readonly agents = new Map<string, { http: http.Agent; https: https.Agent }>();
+
+  constructor(
+    private readonly db: Pick<Database, 'orm'>,
+    private readonly settings: WebhookSettings,
+    private readonly logger: Logger,
+    private readonly onDisabled: OnDisabled,
+    private readonly shapes: Pick<ChangeShapes, 'event'>,
+  ) {}
+
+  start(): this {
+    this.timer = setInterval(() => this.wake(), this.settings.pollMs);
+    this.timer.unref();
+    this.wake();
+    return this;
+  }
+
+  /** Looks for due deliveries now (or right after the cycle running). */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.cycling) {
+      this.again = true;
+      return;
+    }
+    this.cycling = true;
+    void this.cycle().finally(() => {
+      this.cycling = false;
+      if (this.again) {
+        this.again = false;
+        this.wake();
+      }
+    });
+  }
+
+  /** Stops claiming and waits for the batches in flight (each ends within two attempt timeouts). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await Promise.allSettled([...this.batches]);
+    for (const agents of this.agents.values()) {
+      agents.http.destroy();
+      agents.https.destroy();
+    }
+  }
+
+  /** One attempt at `url` with `message`, outside the queue (the test operation, a retry now). */
+  attempt(delivery: { id: string; createdAt: Date; url: string; format: ClaimedDelivery['format']; secrets: string[] }, message: Message) {
+    const { body, headers } = requestFor(delivery.format, delivery, message, new Date());
+    return send(delivery.url, body, headers, { rules: this.settings, timeoutMs: this.settings.timeoutMs });
+  }
+
+  private async cycle(): Promise<void> {
+    const free = this.settings.concurrency - this.inFlight;
+    if (free <= 0) return;
+    let claimed: ClaimedDelivery[];
+    try {
+      claimed = await claimDueDeliveries(unitOfWork(this.db.orm), {
+        skipEndpoints: [...this.busy],
+        perEndpoint: BATCH,
+        limit: free,
+        leaseMs: 4 * this.settings.timeoutMs,
+      });
+    } catch (error) {
+      this.logger.warn({ err: { type: (error as Error).name, code: (error as { code?: string }).code } }, 'webhook claim failed');
+      return;
+    }
+    const byEndpoint = new Map<string, ClaimedDelivery[]>();
+    for (const delivery of claimed) byEndpoint.set(delivery.endpointId, [...(byEndpoint.get(delivery.endpointId) ?? []), delivery]);
+    for (const [endpointId, batch] of byEndpoint) {
+      this.busy.add(endpointId);
+      this.inFlight += batch.length;
+      const running: Promise<void> = this.deliver(batch)
+        .catch((error: unknown) =>
+          this.logger.warn({ err: { type: (error as Error).name } }, 'webhook batch failed; its leases will run out'),
+        )
+        .finally(() => {
+          this.busy.delete(endpointId);
+          this.inFlight -= batch.length;
+          this.batches.delete(running);
+          this.wake();
+        });
+      this.batches.add(running);
+    }
+    // As many as asked for: more may be due.
+    if (claimed.length === free) this.again = true;
+  }
+
+  /** Sends one endpoint's batch, then writes its outcomes. */
+  private async deliver(batch: ClaimedDelivery[]): Promise<void> {
+    const em = unitOfWork(this.db.orm);
+    const eventIds = batch.flatMap((d) => (d.eventId === null ? [] : [d.eventId]));
+    const events = new Map((eventIds.length > 0 ? await storedEvents(em, eventIds) : []).map((e) => [e.id, e]));
+    const agents = this.agentsFor(batch[0]!.endpointId);
+    const outcomes: Outcome[] = [];
+    let next = 0;
+    const worker = async () => {
+      while (next < batch.length) {
+        const delivery = batch[next++]!;
+        outcomes.push(await this.send(delivery, events, agents));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(PER_ENDPOINT, batch.length) }, worker));
+    const disabled = await settleAttempts(em, outcomes, this.settings.disableAfterMs);
+    if (disabled.length > 0) await this.onDisabled(disabled);
+  }
+
+  private async send(
+    delivery: ClaimedDelivery,
+    events: Map<string, EventRow>,
+    agents: { http: http.Agent; https: https.Agent },
+  ): Promise<Outcome> {
+    const at = new Date().toISOString();
+    let message: Message;
+    if (delivery.eventId !== null) {
+      const event = events.get(delivery.eventId);
+      if (!event) {
+        // The event's feed was deleted, or retention took it: there is nothing left to send.
+        const entry = { at, status_code: null, duration_ms: 0, body: null, error: 'the event is no longer stored' };
+        return { id: delivery.id, attempt: delivery.attempt, entry, delivered: false, gone: false, retryAt: null };
+      }
+      message = { type: 'event.created', data: this.shapes.event(event) } as Message;
+    } else {
+      message = { type: delivery.type, data: delivery.payload } as Message;
+    }
+    const { body, headers } = requestFor(delivery.format, delivery, message, new Date());
+    const result = await send(delivery.url, body, headers, { rules: this.settings, timeoutMs: this.settings.timeoutMs, agents });
+    return outcomeOf(delivery, at, result, this.settings.retryScheduleMs);
+  }
+
+  private agentsFor(endpointId: string): { http: http.Agent; https: https.Agent } {
+    let agents = this.agents.get(endpointId);
+    if (!agents) {
+      const options = {
+        keepAlive: true,
+        maxSockets: PER_ENDPOINT,
+        timeout: this.settings.timeoutMs,
+        lookup: guardedLookup(this.settings) as never,
+      };
+      agents = { http: new http.Agent(options), https: new https.Agent(options) };
+      this.agents.set(endpointId, agents);
+    }
+    return agents;
+  }
+}
+
+/** An attempt's outcome: a 2xx delivers; a 410 fails for good and turns the endpoint off; anything else waits for the next retry, if any. */
+export function outcomeOf(
+  delivery: Pick<ClaimedDelivery, 'id' | 'attempt'>,
+  at: string,
+  result: AttemptResult,
+  scheduleMs: number[],
+): Outcome {
+  const entry = { at, status_code: result.statusCode, duration_ms: result.durationMs, body: result.body, error: result.error };
+  const delivered = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
+  const gone = result.statusCode === 410;
+  const wait = delivered || gone ? undefined : retryDelay(scheduleMs, delivery.attempt);
+  return {
+    id: delivery.id,
+    attempt: delivery.attempt,
+    entry,
+    delivered,
+    gone,
+    retryAt: wait === undefined ? null : new Date(Date.now() + wait),
+  };
+}
