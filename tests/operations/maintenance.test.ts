@@ -22,7 +22,7 @@ import { IconStore } from '../../server/src/storage/icons.js';
 import { count, database, sha256, sql, startExtraServer } from '../support/harness.js';
 import { png } from '../support/png.js';
 import { signUp } from '../support/accounts.js';
-import { DAY_MS } from '../support/http.js';
+import { call, DAY_MS, expectData } from '../support/http.js';
 import { createProject } from '../support/projects.js';
 
 const HOUR_MS = 3_600_000;
@@ -124,7 +124,7 @@ describe('maintenance', () => {
     for (const orphan of orphans) expect(await icons.read(orphan)).to.have.length(16); // now cached too
 
     const report = await maintenanceOn(database(), icons, { batchSize: 2 }).pruneOnce();
-    expect(report).to.deep.equal({ ran: true, icons: 5, stripeEvents: 0, idempotencyKeys: 0, events: 0 });
+    expect(report).to.deep.equal({ ran: true, icons: 5, stripeEvents: 0, idempotencyKeys: 0, events: 0, webhookDeliveries: 0 });
     expect(await storedKeys()).to.deep.equal([byProject, byUser, fresh, saved].sort());
     for (const orphan of orphans) expect(await icons.read(orphan), 'gone from the cache too').to.equal(undefined);
     await sql('update users set icon = null where id = ?', [owner.id]);
@@ -135,9 +135,23 @@ describe('maintenance', () => {
     const keys: string[] = [];
     for (const age of ages) keys.push(await storedIcon(age));
     const maintenance = maintenanceOn(database(), icons, { batchSize: 2, maxBatches: 2 });
-    expect(await maintenance.pruneOnce()).to.deep.equal({ ran: true, icons: 4, stripeEvents: 0, idempotencyKeys: 0, events: 0 });
+    expect(await maintenance.pruneOnce()).to.deep.equal({
+      ran: true,
+      icons: 4,
+      stripeEvents: 0,
+      idempotencyKeys: 0,
+      events: 0,
+      webhookDeliveries: 0,
+    });
     expect(await storedKeys()).to.deep.equal(keys.slice(4).sort());
-    expect(await maintenance.pruneOnce()).to.deep.equal({ ran: true, icons: 2, stripeEvents: 0, idempotencyKeys: 0, events: 0 });
+    expect(await maintenance.pruneOnce()).to.deep.equal({
+      ran: true,
+      icons: 2,
+      stripeEvents: 0,
+      idempotencyKeys: 0,
+      events: 0,
+      webhookDeliveries: 0,
+    });
     expect(await storedKeys()).to.deep.equal([keys[6]]); // half an hour old: within the grace period
     expect(await maintenanceOn(database(), icons, { iconGraceMs: 10 * 60_000 }).pruneOnce()).to.deep.equal({
       ran: true,
@@ -145,6 +159,7 @@ describe('maintenance', () => {
       stripeEvents: 0,
       idempotencyKeys: 0,
       events: 0,
+      webhookDeliveries: 0,
     });
   });
 
@@ -152,11 +167,47 @@ describe('maintenance', () => {
     const old = await insertStripeEvents(31 * DAY_MS, 5);
     const recent = await insertStripeEvents(29 * DAY_MS, 2);
     const maintenance = maintenanceOn(database(), icons, { batchSize: 2, maxBatches: 2 });
-    expect(await maintenance.pruneOnce()).to.deep.equal({ ran: true, icons: 0, stripeEvents: 4, idempotencyKeys: 0, events: 0 });
+    expect(await maintenance.pruneOnce()).to.deep.equal({
+      ran: true,
+      icons: 0,
+      stripeEvents: 4,
+      idempotencyKeys: 0,
+      events: 0,
+      webhookDeliveries: 0,
+    });
     expect(await storedEvents(old)).to.have.length(1);
-    expect(await maintenance.pruneOnce()).to.deep.equal({ ran: true, icons: 0, stripeEvents: 1, idempotencyKeys: 0, events: 0 });
+    expect(await maintenance.pruneOnce()).to.deep.equal({
+      ran: true,
+      icons: 0,
+      stripeEvents: 1,
+      idempotencyKeys: 0,
+      events: 0,
+      webhookDeliveries: 0,
+    });
     expect(await storedEvents([...old, ...recent])).to.deep.equal([...recent].sort());
     await sql('delete from stripe_events where id in (?)', [recent]);
+  });
+
+  it('removes webhook deliveries settled more than a week ago, and keeps pending and recent ones', async () => {
+    const owner = await signUp();
+    const project = await createProject(owner.token);
+    const endpoint = expectData(
+      await call('POST', `/v1/projects/${project.namespace}/webhooks`, owner.token, { url: 'https://hooks.invalid/x', enabled: false }),
+      201,
+    );
+    const insert = (state: string, ageMs: number) =>
+      sql<{ id: string }>(
+        `insert into webhook_deliveries (id, endpoint_id, type, payload, state, next_attempt_at, created_at)
+         values (gen_random_uuid(), ?, 'project.updated', '{}', ?, case when ? = 'pending' then now() end, now() - ? * interval '1 millisecond') returning id`,
+        [endpoint.id, state, state, ageMs],
+      ).then(([row]) => row!.id);
+    const old = [await insert('delivered', 8 * DAY_MS), await insert('failed', 8 * DAY_MS), await insert('delivered', 9 * DAY_MS)];
+    const kept = [await insert('pending', 8 * DAY_MS), await insert('delivered', 6 * DAY_MS)];
+    const report = await maintenanceOn(database(), icons).pruneOnce();
+    expect(report.webhookDeliveries).to.equal(old.length);
+    const left = await sql<{ id: string }>('select id from webhook_deliveries where endpoint_id = ? order by id', [endpoint.id]);
+    expect(left.map((r) => r.id)).to.deep.equal([...kept].sort());
+    await sql('delete from webhook_endpoints where id = ?', [endpoint.id]);
   });
 
   describe('events past EVENT_RETENTION_DAYS', () => {
@@ -204,21 +255,56 @@ describe('maintenance', () => {
       const old = await insertEvents(91 * DAY_MS, 5);
       const recent = [...(await insertEvents(89 * DAY_MS, 2)), ...(await insertEvents(60_000, 1))];
       const maintenance = maintenanceOn(database(), icons, { eventBatchSize: 2, eventMaxBatches: 2, eventBatchPauseMs: 1 });
-      expect(await maintenance.pruneOnce()).to.deep.equal({ ran: true, icons: 0, stripeEvents: 0, idempotencyKeys: 0, events: 4 });
+      expect(await maintenance.pruneOnce()).to.deep.equal({
+        ran: true,
+        icons: 0,
+        stripeEvents: 0,
+        idempotencyKeys: 0,
+        events: 4,
+        webhookDeliveries: 0,
+      });
       expect(await storedEventIds()).to.deep.equal([old[4], ...recent]);
-      expect(await maintenance.pruneOnce()).to.deep.equal({ ran: true, icons: 0, stripeEvents: 0, idempotencyKeys: 0, events: 1 });
+      expect(await maintenance.pruneOnce()).to.deep.equal({
+        ran: true,
+        icons: 0,
+        stripeEvents: 0,
+        idempotencyKeys: 0,
+        events: 1,
+        webhookDeliveries: 0,
+      });
       expect(await storedEventIds()).to.deep.equal(recent);
-      expect(await maintenance.pruneOnce()).to.deep.equal({ ran: true, icons: 0, stripeEvents: 0, idempotencyKeys: 0, events: 0 });
+      expect(await maintenance.pruneOnce()).to.deep.equal({
+        ran: true,
+        icons: 0,
+        stripeEvents: 0,
+        idempotencyKeys: 0,
+        events: 0,
+        webhookDeliveries: 0,
+      });
     });
 
     it('follows EVENT_RETENTION_DAYS, and keeps every event with 0', async () => {
       const ancient = await insertEvents(40 * 365 * DAY_MS, 2);
       const week = await insertEvents(8 * DAY_MS, 2);
       const kept = maintenanceOn(database(), icons, {}, { EVENT_RETENTION_DAYS: '0' });
-      expect(await kept.pruneOnce()).to.deep.equal({ ran: true, icons: 0, stripeEvents: 0, idempotencyKeys: 0, events: 0 });
+      expect(await kept.pruneOnce()).to.deep.equal({
+        ran: true,
+        icons: 0,
+        stripeEvents: 0,
+        idempotencyKeys: 0,
+        events: 0,
+        webhookDeliveries: 0,
+      });
       expect(await storedEventIds()).to.deep.equal([...ancient, ...week]);
       const weekly = maintenanceOn(database(), icons, {}, { EVENT_RETENTION_DAYS: '7' });
-      expect(await weekly.pruneOnce()).to.deep.equal({ ran: true, icons: 0, stripeEvents: 0, idempotencyKeys: 0, events: 4 });
+      expect(await weekly.pruneOnce()).to.deep.equal({
+        ran: true,
+        icons: 0,
+        stripeEvents: 0,
+        idempotencyKeys: 0,
+        events: 4,
+        webhookDeliveries: 0,
+      });
       expect(await storedEventIds()).to.deep.equal([]);
     });
 
@@ -264,8 +350,8 @@ describe('maintenance', () => {
     const maintenance = maintenanceOn(database(), icons);
     const reports = await Promise.all([maintenance.pruneOnce(), maintenance.pruneOnce()]);
     expect(reports).to.deep.equal([
-      { ran: true, icons: 1, stripeEvents: 0, idempotencyKeys: 0, events: 0 },
-      { ran: false, icons: 0, stripeEvents: 0, idempotencyKeys: 0, events: 0 },
+      { ran: true, icons: 1, stripeEvents: 0, idempotencyKeys: 0, events: 0, webhookDeliveries: 0 },
+      { ran: false, icons: 0, stripeEvents: 0, idempotencyKeys: 0, events: 0, webhookDeliveries: 0 },
     ]);
   });
 
@@ -295,7 +381,7 @@ describe('maintenance', () => {
         events: 0,
       });
       await blocker.query('commit');
-      expect(await first).to.deep.equal({ ran: true, icons: 1, stripeEvents: 1, idempotencyKeys: 0, events: 0 });
+      expect(await first).to.deep.equal({ ran: true, icons: 1, stripeEvents: 1, idempotencyKeys: 0, events: 0, webhookDeliveries: 0 });
       expect(await storedKeys()).to.not.include(orphan);
       // The lock went with the run: the other instance runs now.
       expect(await maintenanceOn(extra.db, otherIcons).pruneOnce()).to.deep.equal({
@@ -328,7 +414,14 @@ describe('maintenance', () => {
     const maintenance = await new Maintenance(broken, icons, logger, { ...loadConfig({}), dataDir: root }, options).start();
     await waitFor('two failed runs', () => warnings.filter((msg) => msg === 'pruning failed').length >= 2);
     await maintenance.stop();
-    expect(await maintenance.pruneOnce()).to.deep.equal({ ran: false, icons: 0, stripeEvents: 0, idempotencyKeys: 0, events: 0 });
+    expect(await maintenance.pruneOnce()).to.deep.equal({
+      ran: false,
+      icons: 0,
+      stripeEvents: 0,
+      idempotencyKeys: 0,
+      events: 0,
+      webhookDeliveries: 0,
+    });
   });
 
   it('moves icon files left on disk into the store when the service starts, and again before each run', async function () {

@@ -9,6 +9,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { deleteExpiredKeys } from '../db/repositories/idempotency.js';
 import { deleteStripeEventsBefore } from '../db/repositories/billing.js';
 import { deleteEventsWithIdBelow } from '../db/repositories/events.js';
+import { deleteSettledDeliveries } from '../db/repositories/webhooks.js';
 import { KEY_LIFETIME_MS } from './idempotency.js';
 
 /** How much one run deletes of a kind: `batchSize` rows a statement, at most `maxBatches` of them. */
@@ -63,6 +64,15 @@ export function firstUuidV7At(time: Date): string {
 export function deleteEventsStoredBefore(em: EntityManager, cutoff: Date, batches: Batches): Promise<number> {
   const idBelow = firstUuidV7At(cutoff);
   return inBatches((limit) => deleteEventsWithIdBelow(em, idBelow, limit), batches);
+}
+
+/** How long a webhook delivery that has settled (delivered or failed) stays in its endpoint's log. */
+export const DELIVERY_LOG_MS = 7 * 86_400_000;
+
+/** Deletes the webhook deliveries created more than `DELIVERY_LOG_MS` ago that are no longer pending, oldest first, in batches. */
+export function deleteSettledWebhookDeliveries(em: EntityManager, batches: Batches): Promise<number> {
+  const cutoff = new Date(Date.now() - DELIVERY_LOG_MS);
+  return inBatches((limit) => deleteSettledDeliveries(em, cutoff, limit), batches);
 }
 
 /** Deletes the `Idempotency-Key`s past their lifetime (by the database's clock), oldest first, in batches; how many it deleted. */

@@ -1,7 +1,7 @@
 /**
  * Background maintenance: removes icons nothing refers to any more, `stripe_events` rows past
- * their retention, `Idempotency-Key`s past their lifetime and events older than
- * `EVENT_RETENTION_DAYS` (unless 0), in bounded batches, every few minutes. At start, and then
+ * their retention, `Idempotency-Key`s past their lifetime, events older than
+ * `EVENT_RETENTION_DAYS` (unless 0) and webhook deliveries settled more than a week ago, in bounded batches, every few minutes. At start, and then
  * before each run, it moves icon files an earlier release left in `DATA_DIR/icons` into the icon
  * store (storage/disk-icons.ts): every instance moves its own folder, whichever instance prunes.
  * On PostgreSQL one instance at a time prunes: each run first takes a session advisory lock on a
@@ -15,7 +15,12 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { unitOfWork, type Database } from '../db/orm.js';
 import { tryPruneLock } from '../db/prune-lock.js';
-import { deleteEventsStoredBefore, deleteExpiredIdempotencyKeys, deleteStripeEventsReceivedBefore } from '../domain/retention.js';
+import {
+  deleteEventsStoredBefore,
+  deleteExpiredIdempotencyKeys,
+  deleteSettledWebhookDeliveries,
+  deleteStripeEventsReceivedBefore,
+} from '../domain/retention.js';
 import { moveDiskIcons } from '../storage/disk-icons.js';
 import type { IconStore } from '../storage/icons.js';
 
@@ -77,9 +82,11 @@ export interface PruneReport {
   stripeEvents: number;
   idempotencyKeys: number;
   events: number;
+  /** Webhook deliveries settled more than a week ago (domain/retention.ts `DELIVERY_LOG_MS`). */
+  webhookDeliveries: number;
 }
 
-const SKIPPED: PruneReport = { ran: false, icons: 0, stripeEvents: 0, idempotencyKeys: 0, events: 0 };
+const SKIPPED: PruneReport = { ran: false, icons: 0, stripeEvents: 0, idempotencyKeys: 0, events: 0, webhookDeliveries: 0 };
 
 /** What a warning shows of an error: its type and code, never its message (a driver's can hold SQL with values). */
 function errorFields(error: unknown): { type: unknown; code: unknown } {
@@ -140,7 +147,8 @@ export class Maintenance {
         .then(() => this.pruneOnce())
         .then(
           (report) => {
-            if (report.icons + report.stripeEvents + report.idempotencyKeys + report.events > 0) this.logger.info(report, 'pruned');
+            if (report.icons + report.stripeEvents + report.idempotencyKeys + report.events + report.webhookDeliveries > 0)
+              this.logger.info(report, 'pruned');
           },
           (error: unknown) => this.logger.warn({ err: errorFields(error) }, 'pruning failed'),
         )
@@ -173,13 +181,19 @@ export class Maintenance {
       const stripeEvents = await this.pruneStripeEvents();
       const idempotencyKeys = await this.pruneIdempotencyKeys();
       const events = await this.pruneEvents();
+      const webhookDeliveries = await deleteSettledWebhookDeliveries(unitOfWork(this.db.orm), {
+        batchSize: this.options.eventBatchSize,
+        maxBatches: this.options.eventMaxBatches,
+        pauseMs: this.options.eventBatchPauseMs,
+        stopping: () => this.stopped,
+      });
       const icons = await this.icons.prune({
         graceMs: this.options.iconGraceMs,
         batchSize: this.options.batchSize,
         maxBatches: this.options.maxBatches,
         stopping: () => this.stopped,
       });
-      return { ran: true, icons, stripeEvents, idempotencyKeys, events };
+      return { ran: true, icons, stripeEvents, idempotencyKeys, events, webhookDeliveries };
     } finally {
       await release();
     }

@@ -36,6 +36,9 @@ const BATCH = 32;
 /** Attempts at one endpoint at once. BATCH / PER_ENDPOINT attempt timeouts must fit in the lease. */
 const PER_ENDPOINT = 16;
 
+/** Endpoints whose connections are kept alive at once; past it, those of the endpoint used longest ago are closed. */
+const MAX_AGENTS = 256;
+
 /** What happens when the service turns an endpoint off (the activity entry, the owner's mail). */
 export type OnDisabled = (endpoints: DisabledEndpoint[]) => Promise<void>;
 
@@ -183,9 +186,17 @@ export class Deliverer {
     return outcomeOf(delivery, at, result, this.settings.retryScheduleMs);
   }
 
+  /** The endpoint's agents, kept for the `MAX_AGENTS` endpoints used last (a Map keeps its order of insertion). */
   private agentsFor(endpointId: string): { http: http.Agent; https: https.Agent } {
     let agents = this.agents.get(endpointId);
-    if (!agents) {
+    if (agents) this.agents.delete(endpointId);
+    else {
+      const [oldest] = this.agents;
+      if (oldest && this.agents.size >= MAX_AGENTS) {
+        this.agents.delete(oldest[0]);
+        oldest[1].http.destroy();
+        oldest[1].https.destroy();
+      }
       const options = {
         keepAlive: true,
         maxSockets: PER_ENDPOINT,
@@ -193,8 +204,8 @@ export class Deliverer {
         lookup: guardedLookup(this.settings) as never,
       };
       agents = { http: new http.Agent(options), https: new https.Agent(options) };
-      this.agents.set(endpointId, agents);
     }
+    this.agents.set(endpointId, agents);
     return agents;
   }
 }
