@@ -185,17 +185,30 @@ describe('webhooks: delivery to real receivers', function () {
     await createEndpoint({ filter: { types: ['insight.updated', 'project.updated', 'member.joined', 'member.left'] } });
     const insight = expectData(await api('POST', '/insights', { title: 'MRR', value: 10 }), 201);
     expectData(await api('PATCH', `/insights/${insight.id}`, { value: 12 }));
+    // An increment alone goes with its insight's group of increments, one statement: it queues too.
+    const incremented = expectData(await api('PATCH', `/insights/${insight.id}`, { increment: 3 }));
     await publish({ event: 'not subscribed' });
     const member = await signUpOn(server);
     expectData(await api('POST', '/invites', { username: member.username }), 201);
     expectData(await callAt(server.url, 'PUT', projectPath(namespace, `/invites/${member.username}`), member.token));
     expectNoContent(await api('DELETE', `/members/${member.username}`));
     expectData(await callAt(server.url, 'PATCH', projectPath(namespace), owner.token, { name: 'Renamed' }));
-    await receiver.waitFor(4);
+    await receiver.waitFor(5);
     await sleep(200);
     const sent = receiver.received.map((r) => JSON.parse(r.body));
-    expect(sent.map((m) => m.type)).to.have.members(['insight.updated', 'member.joined', 'member.left', 'project.updated']);
-    expect(sent.find((m) => m.type === 'insight.updated').data).to.include({ id: insight.id, value: 12 });
+    expect(sent.map((m) => m.type)).to.have.members([
+      'insight.updated',
+      'insight.updated',
+      'member.joined',
+      'member.left',
+      'project.updated',
+    ]);
+    const insights = sent.filter((m) => m.type === 'insight.updated').map((m) => m.data);
+    expect(insights.map((i) => i.value)).to.have.members([12, 15]);
+    expect(
+      insights.find((i) => i.value === 15),
+      "the increment's delivery shows the insight as the API does",
+    ).to.deep.equal(incremented);
     expect(sent.find((m) => m.type === 'member.joined').data).to.deep.equal({
       id: member.id,
       username: member.username,

@@ -9,6 +9,7 @@ import { v7 } from 'uuid';
 import { Insight, type InsightValue, type Project } from '../entities.js';
 import { findPage, type PageRequest } from '../page.js';
 import { query } from '../raw.js';
+import { queueChangeCtes } from './webhooks.js';
 
 /** An insight as its answer shows it: the managed entity, or the row a group of increments answered. */
 export type InsightView = Pick<Insight, 'id' | 'title' | 'value' | 'emoji' | 'createdAt' | 'updatedAt'>;
@@ -89,7 +90,12 @@ export type IncrementGroupResult =
 // so it composes with every other writer, on any instance), one activity record per increment (a,
 // none when u changed nothing), and each increment's value as if they had run one after another:
 // the total, minus the group's sum, plus the amounts up to and including it. All in numeric, as a
-// single increment is computed, so 0.1 + 0.2 answers 0.3.
+// single increment is computed, so 0.1 + 0.2 answers 0.3. One `insight.updated` webhook delivery
+// for the group (db/repositories/webhooks.ts), `data` the insight as presenters/project.ts
+// `presentInsight` shows it after the group (times as JavaScript's toISOString writes them).
+const ISO = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+const INSIGHT_AS_SHOWN = `(select jsonb_build_object('id', u.id, 'title', u.title, 'value', to_jsonb(u.total), 'emoji', u.emoji,
+  'created_at', ${ISO('u.created_at')}, 'updated_at', ${ISO('u.updated_at')}) from u)`;
 const INCREMENT_GROUP = `with p as (select id from projects where id = ? for key share),
   b as (select amount, ord from unnest(?::numeric[]) with ordinality as b(amount, ord)),
   t as (select sum(amount) as total from b),
@@ -97,7 +103,8 @@ const INCREMENT_GROUP = `with p as (select id from projects where id = ? for key
     where id = ? and project_id = (select id from p) and jsonb_typeof(value) = 'number'
     returning id, project_id, title, emoji, created_at, updated_at, (value #>> '{}')::numeric as total),
   a as (insert into activity (id, project_id, actor_id, type, data, created_at)
-    select r.id, u.project_id, r.actor_id, ?::text, ?::jsonb, ?::timestamptz from u, unnest(?::uuid[], ?::uuid[]) as r(id, actor_id))
+    select r.id, u.project_id, r.actor_id, ?::text, ?::jsonb, ?::timestamptz from u, unnest(?::uuid[], ?::uuid[]) as r(id, actor_id)),
+  ${queueChangeCtes('(select project_id from u)', "'insight.updated'::text", INSIGHT_AS_SHOWN)}
   select exists (select 1 from p) as project_found, u.id, u.title, u.emoji,
     to_json(u.created_at) #>> '{}' as created_at, to_json(u.updated_at) #>> '{}' as updated_at,
     (select jsonb_agg(to_jsonb(u.total - (select total from t) + s.running) order by s.ord)

@@ -222,12 +222,13 @@ const EVENT_MATCHES = `w.enabled
   and (e.notify or not w.notify_only)
   and not exists (select 1 from unnest(w.tags) t where (e.tags ->> split_part(t, ':', 1)) is distinct from substr(t, strpos(t, ':') + 1))`;
 
-// From `matched(endpoint_id, event_id, n, room)` (n: the match's rank for its endpoint), the
-// deliveries that fit, and each endpoint's `pending` raised by what was queued, paused when some
-// did not fit. `w.pending` in the update is the row's latest: a concurrent settle is counted too.
+// From `matched(endpoint_id, type, event_id, payload, n, room)` (n: the match's rank for its
+// endpoint), the deliveries that fit, and each endpoint's `pending` raised by what was queued,
+// paused when some did not fit. `w.pending` in the update is the row's latest: a concurrent settle
+// is counted too.
 const QUEUE_MATCHED = `queued as (
-    insert into webhook_deliveries (id, endpoint_id, type, event_id, next_attempt_at, created_at)
-    select ${NEW_ID}, m.endpoint_id, 'event.created', m.event_id, now(), now() from matched m where m.n <= m.room
+    insert into webhook_deliveries (id, endpoint_id, type, event_id, payload, next_attempt_at, created_at)
+    select ${NEW_ID}, m.endpoint_id, m.type, m.event_id, m.payload, now(), now() from matched m where m.n <= m.room
   ), counted as (
     update webhook_endpoints w set
       pending = w.pending + least(c.total, c.room),
@@ -245,10 +246,35 @@ const QUEUE_MATCHED = `queued as (
  * project_id, feed_id, tags, notify of each event) and adds the CTEs `matched`, `queued` and `counted`.
  */
 export const QUEUE_EVENT_DELIVERIES = `matched as (
-    select w.id as endpoint_id, e.id as event_id, row_number() over (partition by w.id order by e.id) as n, ${MAX_PENDING} - w.pending as room
+    select w.id as endpoint_id, 'event.created' as type, e.id as event_id, null::jsonb as payload,
+      row_number() over (partition by w.id order by e.id) as n, ${MAX_PENDING} - w.pending as room
     from inserted e join feeds f on f.id = e.feed_id join webhook_endpoints w on w.project_id = e.project_id
     where ${EVENT_MATCHES}
   ), ${QUEUE_MATCHED}`;
+
+/**
+ * The CTEs (`matched`, `queued`, `counted`) of a statement that queues one change other than an
+ * event for every enabled endpoint of the project whose `types` let it through. Each argument is
+ * an SQL expression of the statement: the project's id (null: nothing is queued), the type, and
+ * `data` as the API shows it (jsonb).
+ */
+export function queueChangeCtes(projectId: string, type: string, data: string): string {
+  return `matched as (
+    select w.id as endpoint_id, ${type} as type, null::uuid as event_id, ${data} as payload, 1 as n, ${MAX_PENDING} - w.pending as room
+    from webhook_endpoints w
+    where w.project_id = ${projectId} and w.enabled and (w.types = '{}' or ${type} = any(w.types))
+  ), ${QUEUE_MATCHED}`;
+}
+
+const QUEUE_CHANGE = `with ${queueChangeCtes('?::uuid', '?::text', '?::jsonb')} select 1`;
+
+/**
+ * Queues a change other than an event (`data` as the API shows it) in the caller's transaction:
+ * the delivery commits with the change or not at all.
+ */
+export async function queueChange(em: EntityManager, projectId: string, type: WebhookType, data: unknown): Promise<void> {
+  await query(em, QUEUE_CHANGE, [type, JSON.stringify(data), projectId, type]);
+}
 
 /**
  * Queues again, for one endpoint, the project's stored events created since `since` (and with an
@@ -272,46 +298,18 @@ export async function queueRecovery(
        where w.id = ? and ${EVENT_MATCHES}
        order by e.id
        limit ${MAX_PENDING + 1}
-     ), matched as (
-       select * from candidates where n <= room + 1
      ), queued as (
        insert into webhook_deliveries (id, endpoint_id, type, event_id, next_attempt_at, created_at)
-       select ${NEW_ID}, m.endpoint_id, 'event.created', m.event_id, now(), now() from matched m where m.n <= m.room
+       select ${NEW_ID}, c.endpoint_id, 'event.created', c.event_id, now(), now() from candidates c where c.n <= c.room
        returning 1
      ), counted as (
        update webhook_endpoints w set pending = w.pending + (select count(*) from queued) where w.id = ?
      )
      select (select count(*) from queued)::int as queued,
-       (select to_json(created_at) #>> '{}' from matched where n > room order by n limit 1) as resume_since`,
+       (select to_json(created_at) #>> '{}' from candidates where n > room order by n limit 1) as resume_since`,
     [fromId, since.toISOString(), endpointId, endpointId],
   );
   return { queued: row!.queued, resumeSince: row!.resume_since === null ? null : new Date(row!.resume_since) };
-}
-
-/**
- * Queues a change other than an event (`data` as the API shows it) for every enabled endpoint of
- * the project whose `types` let it through, in the caller's transaction: the delivery commits with
- * the change or not at all.
- */
-export async function queueChange(em: EntityManager, projectId: string, type: WebhookType, data: unknown): Promise<void> {
-  await query(
-    em,
-    `with matched as (
-       select w.id as endpoint_id, 1 as n, ${MAX_PENDING} - w.pending as room
-       from webhook_endpoints w
-       where w.project_id = ? and w.enabled and (w.types = '{}' or ? = any(w.types))
-     ), queued as (
-       insert into webhook_deliveries (id, endpoint_id, type, payload, next_attempt_at, created_at)
-       select ${NEW_ID}, m.endpoint_id, ?, ?::jsonb, now(), now() from matched m where m.n <= m.room
-     )
-     update webhook_endpoints w set
-       pending = w.pending + least(1, greatest(m.room, 0)),
-       enabled = w.enabled and m.room >= 1,
-       disabled_reason = case when m.room < 1 then 'backlog' else w.disabled_reason end,
-       disabled_at = case when m.room < 1 then now() else w.disabled_at end
-     from matched m where w.id = m.endpoint_id`,
-    [projectId, type, type, JSON.stringify(data)],
-  );
 }
 
 // ---------- Delivering ----------
