@@ -13,7 +13,7 @@ import type { RunningServer } from '../../server/src/server.js';
 import { secret, startExtraServer } from '../support/harness.js';
 import { callAt } from '../support/http.js';
 import { embeddedServiceEnv, operatorInviteCode, startServiceProcess, type ServiceProcess } from '../support/service-process.js';
-import { RawStream } from '../support/sse.js';
+import { eventually, RawStream } from '../support/sse.js';
 
 /** A request of KeepAliveClient that failed, and whether it went on a connection used before. */
 class RequestFailed extends Error {
@@ -111,25 +111,33 @@ describe('SIGTERM with keep-alive clients hammering the service', function () {
     const service = await startServiceProcess(env);
     services.push(service);
     const invite = secret(await operatorInviteCode(env));
-    const signup = await callAt(service.url, 'POST', '/v1/auth/signup', undefined, {
-      username: 'drainer',
-      email: 'drainer@example.com',
-      password: secret('drainer-password'),
-      invite,
-    });
+    // The set-up's requests and the stream close their connections when answered: an idle kept-alive
+    // connection would hold the drain (and the exit) until the client's own keep-alive timeout, about
+    // 3 s of waiting per service; that case is tests/http/drain.test.ts's. The hammer's connections
+    // below stay kept alive.
+    const close = { Connection: 'close' };
+    const signup = await callAt(
+      service.url,
+      'POST',
+      '/v1/auth/signup',
+      undefined,
+      { username: 'drainer', email: 'drainer@example.com', password: secret('drainer-password'), invite },
+      close,
+    );
     expect(signup.status).to.equal(201);
     const token = secret(signup.json.data.token as string);
-    expect((await callAt(service.url, 'POST', '/v1/projects', token, { namespace: 'drain', name: 'Drain' })).status).to.equal(201);
-    const insight = await callAt(service.url, 'POST', '/v1/projects/drain/insights', token, { title: 'count', value: 0 });
+    expect((await callAt(service.url, 'POST', '/v1/projects', token, { namespace: 'drain', name: 'Drain' }, close)).status).to.equal(201);
+    const insight = await callAt(service.url, 'POST', '/v1/projects/drain/insights', token, { title: 'count', value: 0 }, close);
     expect(insight.status).to.equal(201);
     const insightPath = `/v1/projects/drain/insights/${insight.json.data.id}`;
-    const stream = await RawStream.open(`${service.url}/v1/projects/drain/events/stream`, { token });
+    const stream = await RawStream.open(`${service.url}/v1/projects/drain/events/stream`, { token, headers: close });
     await stream.until(() => stream.retry !== undefined, 10_000);
 
     // Eight clients, each sending its next increment as soon as the last is answered, on the
     // connection it keeps alive, until a request fails.
     let signalledAt = Infinity;
-    const hammer = async () => {
+    const progress: number[] = [];
+    const hammer = async (_: unknown, n: number) => {
       const client = new KeepAliveClient(service.url);
       let acknowledged = 0;
       let afterSignal = 0;
@@ -139,6 +147,7 @@ describe('SIGTERM with keep-alive clients hammering the service', function () {
           const answer = await client.patch(insightPath, token, { increment: 1 });
           expect(answer.status).to.equal(200);
           acknowledged += 1;
+          progress[n] = acknowledged;
           if (performance.now() > signalledAt) afterSignal += 1;
           if (answer.closes) closeAnswers += 1;
         }
@@ -151,7 +160,8 @@ describe('SIGTERM with keep-alive clients hammering the service', function () {
       }
     };
     const clients = Array.from({ length: 8 }, hammer);
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // SIGTERM once every client is hammering on a connection it has kept alive (five answers each).
+    await eventually(() => progress.filter((acknowledged) => acknowledged >= 5).length === 8, 15_000, 'eight busy clients', 10);
     signalledAt = performance.now();
     service.child.kill('SIGTERM');
     const results = await Promise.all(clients);
@@ -184,7 +194,7 @@ describe('SIGTERM with keep-alive clients hammering the service', function () {
     // Every acknowledged increment is stored, and no unacknowledged one.
     const again = await startServiceProcess(env);
     services.push(again);
-    const stored = await callAt(again.url, 'GET', '/v1/projects/drain/insights', token);
+    const stored = await callAt(again.url, 'GET', '/v1/projects/drain/insights', token, undefined, close);
     expect(stored.status).to.equal(200);
     expect(stored.json.data.items.map((item: { value: number }) => item.value)).to.deep.equal([acknowledged]);
     again.child.kill('SIGTERM');
