@@ -1,0 +1,280 @@
+/**
+ * `npm run bench:webhooks` (`npx tsx bench/webhooks.ts`): the webhooks' figures, on PostgreSQL.
+ *
+ * On the server of the admin URL it creates a fresh database `sb_webhooks_<ts>`, builds and starts
+ * the service as users run it (bench/processes.ts), with `WEBHOOK_ALLOW_HTTP` and
+ * `WEBHOOK_ALLOW_PRIVATE` so that it may deliver to receivers on this machine, seeds a few accounts
+ * and projects (bench/seed.ts), and runs receivers in this process (`node:http`): one that answers
+ * 200 at once, one that never answers. Then, in one run:
+ *
+ * 1. **Publishing with an endpoint subscribed**: autocannon publishes single events to a project
+ *    without endpoints and to one with an endpoint (at the fast receiver), in alternating rounds of
+ *    `--seconds`, so that a machine's drift falls on both; the ratio of their requests a second.
+ * 2. **Delivery throughput**: the subscribed endpoint's backlog drained, `recover` queues 10,000
+ *    stored events for it at once; deliveries a second from the answer to the last arrival.
+ * 3. **Storage to delivery** at `--rate` events a second (open loop, one event a request) for
+ *    `--seconds`: each event's arrival at the receiver minus its `created_at`, p50 and p99.
+ * 4. **Beside a hanging endpoint**: the same, to a project with two endpoints, one at the receiver
+ *    that never answers (each attempt waits out `WEBHOOK_TIMEOUT_MS`, 15 s), for at least 20 s: the
+ *    other endpoint's p99.
+ *
+ * The receivers share this process with the load generator, on the same machine as the service and
+ * the database: the figures are a floor, and ratios from one run are what to compare. Prints the
+ * report and writes it into bench/webhooks-results.md between its markers.
+ *
+ * Options: --admin-url URL; --seconds S (default 10); --rounds N (default 3); --connections N
+ * (default 20); --rate N (default 500); --no-write; --keep-db.
+ */
+import http from 'node:http';
+import { mkdirSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { freshDatabase } from '../tests/support/pg-cluster.js';
+import { loadAverage, machine, writeGeneratedBlock } from './bulk.js';
+import { load, percentile } from './load.js';
+import { buildService, root, startService } from './processes.js';
+import { json, round, sleep } from './run.js';
+import { seed } from './seed.js';
+
+const { values: args } = parseArgs({
+  options: {
+    'admin-url': { type: 'string' },
+    seconds: { type: 'string', default: '10' },
+    rounds: { type: 'string', default: '3' },
+    connections: { type: 'string', default: '20' },
+    rate: { type: 'string', default: '500' },
+    'no-write': { type: 'boolean', default: false },
+    'keep-db': { type: 'boolean', default: false },
+  },
+});
+const adminUrl = args['admin-url'] ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const seconds = Number(args.seconds);
+const rounds = Number(args.rounds);
+const connections = Number(args.connections);
+const rate = Number(args.rate);
+
+const note = (text: string) => process.stderr.write(`${text}\n`);
+
+/** Arrivals at the receivers, by path: each delivery's arrival time and its event's `created_at`. */
+const arrivals = new Map<string, { at: number; createdAt: number }[]>();
+
+/** `/hang…` never answers (the connection stays open until the service gives up); anything else is 200 at once. */
+function startReceiver(): Promise<http.Server> {
+  const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const at = Date.now();
+      const path = req.url ?? '';
+      if (path.startsWith('/hang')) return;
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { data: { created_at: string } };
+      const list = arrivals.get(path) ?? [];
+      list.push({ at, createdAt: Date.parse(body.data.created_at) });
+      arrivals.set(path, list);
+      res.writeHead(200).end();
+    });
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
+/** Publishes one event a request at `perSecond` for `ms`, open loop; resolves with the acknowledged count. */
+async function publishAt(url: string, token: string, perSecond: number, ms: number): Promise<number> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  const target = new URL(url);
+  const body = JSON.stringify({ event: 'Paid', emoji: '💸', tags: { plan: 'pro' } });
+  let acknowledged = 0;
+  const sends: Promise<void>[] = [];
+  const started = performance.now();
+  for (let sent = 0; performance.now() - started < ms;) {
+    const due = Math.floor(((performance.now() - started) / 1000) * perSecond);
+    for (; sent < due; sent++) {
+      sends.push(
+        new Promise<void>((resolve) => {
+          const request = http.request(
+            target,
+            { method: 'POST', agent, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } },
+            (response) => {
+              if (response.statusCode === 201) acknowledged++;
+              response.resume().on('end', resolve);
+            },
+          );
+          request.on('error', () => resolve());
+          request.end(body);
+        }),
+      );
+    }
+    await sleep(2);
+  }
+  await Promise.all(sends);
+  agent.destroy();
+  return acknowledged;
+}
+
+/** Waits until `path` has had `count` arrivals (or `timeoutMs`); the arrivals. */
+async function arrived(path: string, count: number, timeoutMs = 120_000): Promise<{ at: number; createdAt: number }[]> {
+  const deadline = Date.now() + timeoutMs;
+  while ((arrivals.get(path)?.length ?? 0) < count && Date.now() < deadline) await sleep(20);
+  return arrivals.get(path) ?? [];
+}
+
+function latencies(list: { at: number; createdAt: number }[]): { p50: number; p99: number; max: number; n: number } {
+  const sorted = list.map((a) => a.at - a.createdAt).sort((a, b) => a - b);
+  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? NaN, n: sorted.length };
+}
+
+async function main(): Promise<void> {
+  const outDir = path.join(os.tmpdir(), `signalboard-bench-webhooks-${Date.now()}`);
+  mkdirSync(outDir, { recursive: true });
+  const description = await machine(adminUrl);
+  note(description);
+  const db = await freshDatabase(adminUrl, 'sb_webhooks');
+  const receiver = await startReceiver();
+  const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  note(`built the service in ${(buildService() / 1000).toFixed(1)} s`);
+  const service = await startService(
+    'webhooks',
+    {
+      DATABASE_URL: db.url,
+      AUTH_RATE_LIMIT: '0',
+      API_RATE_LIMIT: '0',
+      LOG_LEVEL: 'warn',
+      WEBHOOK_ALLOW_HTTP: 'true',
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      DATA_DIR: path.join(outDir, 'data'),
+    },
+    path.join(outDir, 'service.log'),
+  );
+  const report: string[] = [];
+  try {
+    const fixture = await seed(db.url, {
+      // One user: every project is its own (owners are spread over the users).
+      users: 1,
+      projects: 3,
+      membersPerProject: 1,
+      feedsPerProject: 1,
+      insightsPerProject: 0,
+      largestActivity: 0,
+      smallLog: 0,
+      hugeLog: 0,
+    });
+    const owner = fixture.users[fixture.projects[0]!.members[0]!]!;
+    const { data } = await json<{ data: { token: string } }>(`${service.url}/v1/auth/login`, 'POST', {
+      login: owner.username,
+      password: fixture.password,
+    });
+    const token = data.token;
+    const owned = fixture.projects.filter((p) => p.members[0] === fixture.projects[0]!.members[0]);
+    if (owned.length < 3) throw new Error('the seed gave the owner fewer than 3 projects');
+    const [plain, subscribed, beside] = owned.map((p) => p.namespace) as [string, string, string];
+    const feedOf = async (namespace: string) =>
+      (await json<{ data: { items: { name: string }[] } }>(`${service.url}/v1/projects/${namespace}/feeds`, 'GET', undefined, token)).data
+        .items[0]!.name;
+    const publishUrl = async (namespace: string) => `${service.url}/v1/projects/${namespace}/feeds/${await feedOf(namespace)}/events`;
+    const endpoint = async (namespace: string, receiverPath: string) =>
+      (
+        await json<{ data: { id: string } }>(
+          `${service.url}/v1/projects/${namespace}/webhooks`,
+          'POST',
+          { url: `${receiverUrl}${receiverPath}` },
+          token,
+        )
+      ).data.id;
+    const subscribedEndpoint = await endpoint(subscribed, '/subscribed');
+    const pendingOf = async (namespace: string, id: string) =>
+      (
+        await json<{ data: { pending_deliveries: number } }>(
+          `${service.url}/v1/projects/${namespace}/webhooks/${id}`,
+          'GET',
+          undefined,
+          token,
+        )
+      ).data.pending_deliveries;
+    const drained = async (namespace: string, id: string) => {
+      while ((await pendingOf(namespace, id)) > 0) await sleep(100);
+    };
+
+    // 1. Publishing with and without an endpoint subscribed.
+    const body = JSON.stringify({ event: 'Paid', emoji: '💸', tags: { plan: 'pro' } });
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const started = new Date();
+    const rps = { plain: [] as number[], subscribed: [] as number[] };
+    for (let round = 1; round <= rounds; round++) {
+      for (const [kind, namespace] of [
+        ['plain', plain],
+        ['subscribed', subscribed],
+      ] as const) {
+        const url = await publishUrl(namespace);
+        const result = await load(service.url, {
+          connections,
+          seconds,
+          next: () => ({ method: 'POST', path: new URL(url).pathname, headers, body }),
+        });
+        rps[kind].push(result.rps);
+        note(`round ${round} ${kind}: ${result.rps.toFixed(0)} publishes/s, p99 ${result.p99.toFixed(1)} ms`);
+      }
+    }
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    const publishRatio = sum(rps.subscribed) / sum(rps.plain);
+    await drained(subscribed, subscribedEndpoint);
+
+    // 2. Delivery throughput: 10,000 queued at once by a recovery.
+    arrivals.delete('/subscribed');
+    const recoverStarted = Date.now();
+    const recovered = await json<{ data: { queued: number } }>(
+      `${service.url}/v1/projects/${subscribed}/webhooks/${subscribedEndpoint}/recover`,
+      'POST',
+      { since: started.toISOString() },
+      token,
+    );
+    const queued = recovered.data.queued;
+    const delivered = await arrived('/subscribed', queued);
+    const deliveryRate = queued / ((delivered.at(-1)!.at - recoverStarted) / 1000);
+    note(`delivered ${queued} in ${((delivered.at(-1)!.at - recoverStarted) / 1000).toFixed(2)} s`);
+    await drained(subscribed, subscribedEndpoint);
+
+    // 3. Storage to delivery at `rate` a second.
+    arrivals.delete('/subscribed');
+    const acknowledged = await publishAt(await publishUrl(subscribed), token, rate, seconds * 1000);
+    const steady = latencies(await arrived('/subscribed', acknowledged));
+
+    // 4. The same beside a hanging endpoint of the same project.
+    await endpoint(beside, '/beside');
+    await endpoint(beside, '/hang');
+    const besideSeconds = Math.max(seconds, 20);
+    const besideAcknowledged = await publishAt(await publishUrl(beside), token, rate, besideSeconds * 1000);
+    const besideHang = latencies(await arrived('/beside', besideAcknowledged));
+
+    const rows = [
+      `| Publishing, one endpoint subscribed vs none (${rounds} rounds of ${seconds} s, ${connections} connections) | ${round(sum(rps.subscribed) / rounds, 0)} vs ${round(sum(rps.plain) / rounds, 0)} publishes/s: **${round(publishRatio)}×** | ≥ 0.9× |`,
+      `| Delivery throughput, ${queued.toLocaleString('en')} queued at once, receiver answering at once | **${round(deliveryRate, 0)} deliveries/s** | ≥ 2,000/s |`,
+      `| Storage to delivery at ${rate} events/s for ${seconds} s (${steady.n} events) | p50 ${steady.p50} ms, **p99 ${steady.p99} ms**, max ${steady.max} ms | p99 ≤ 250 ms |`,
+      `| The same, beside an endpoint that never answers (${besideSeconds} s, ${besideHang.n} events) | p50 ${besideHang.p50} ms, **p99 ${besideHang.p99} ms**, max ${besideHang.max} ms | p99 ≤ 250 ms |`,
+    ];
+    report.push(
+      `Run ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}: ${description}; load average before ${loadAverage().join(' ')}.`,
+      '',
+      '| Figure | Measured | Target |',
+      '|---|---|---|',
+      ...rows,
+    );
+    process.stdout.write(`${report.join('\n')}\n`);
+    if (!args['no-write']) {
+      writeGeneratedBlock(
+        path.join(root, 'bench/webhooks-results.md'),
+        { start: '<!-- webhooks:start -->', end: '<!-- webhooks:end -->' },
+        report.join('\n'),
+        '# Webhooks: measured figures\n\nWritten by `npm run bench:webhooks` (bench/webhooks.ts says how each figure is taken).',
+      );
+    }
+  } finally {
+    await service.stop();
+    receiver.closeAllConnections();
+    receiver.close();
+    if (!args['keep-db']) await db.drop();
+    rmSync(path.join(outDir, 'data'), { recursive: true, force: true });
+  }
+}
+
+await main();
