@@ -7,6 +7,8 @@
  * - an endpoint has one batch in flight at a time (`BATCH` deliveries, `PER_ENDPOINT` attempts at
  *   once), and is not claimed for again until it is written back; a batch ends within two attempt
  *   timeouts, inside its lease, so a slow endpoint's deliveries are never claimed twice;
+ * - an endpoint whose last batch failed without a success (down, slow, refusing) is probed with one
+ *   delivery a batch until one succeeds, so a dead endpoint holds one slot, not a batch's worth;
  * - the instance has at most `concurrency` deliveries claimed in all, and claims for endpoints in
  *   no order of theirs, so a project with many endpoints cannot hold every slot for long.
  * A cycle runs when the bus says events were stored (on any instance), when a change here queued
@@ -32,9 +34,9 @@ import { requestFor, type Message } from './messages.js';
 import { send, type AttemptResult } from './send.js';
 
 /** Deliveries claimed for one endpoint at a time. */
-const BATCH = 32;
+const BATCH = 64;
 /** Attempts at one endpoint at once. BATCH / PER_ENDPOINT attempt timeouts must fit in the lease. */
-const PER_ENDPOINT = 16;
+const PER_ENDPOINT = 32;
 
 /** Endpoints whose connections are kept alive at once; past it, those of the endpoint used longest ago are closed. */
 const MAX_AGENTS = 256;
@@ -50,6 +52,8 @@ export function retryDelay(scheduleMs: number[], n: number): number | undefined 
 
 export class Deliverer {
   private readonly busy = new Set<string>();
+  /** Endpoints whose last batch failed without a success: claimed one delivery at a time (at most `MAX_AGENTS` remembered). */
+  private readonly struggling = new Set<string>();
   private inFlight = 0;
   private readonly batches = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
@@ -115,6 +119,7 @@ export class Deliverer {
     try {
       claimed = await claimDueDeliveries(unitOfWork(this.db.orm), {
         skipEndpoints: [...this.busy],
+        probeEndpoints: [...this.struggling],
         perEndpoint: BATCH,
         limit: free,
         leaseMs: 4 * this.settings.timeoutMs,
@@ -159,6 +164,7 @@ export class Deliverer {
       }
     };
     await Promise.all(Array.from({ length: Math.min(PER_ENDPOINT, batch.length) }, worker));
+    this.remember(batch[0]!.endpointId, outcomes);
     const disabled = await settleAttempts(em, outcomes, this.settings.disableAfterMs);
     if (disabled.length > 0) await this.onDisabled(disabled);
   }
@@ -184,6 +190,14 @@ export class Deliverer {
     const { body, headers } = requestFor(delivery.format, delivery, message, new Date());
     const result = await send(delivery.url, body, headers, { rules: this.settings, timeoutMs: this.settings.timeoutMs, agents });
     return outcomeOf(delivery, at, result, this.settings.retryScheduleMs);
+  }
+
+  /** Whether the endpoint is probed one delivery at a time from now on: a batch with failures and no success. */
+  private remember(endpointId: string, outcomes: Outcome[]): void {
+    this.struggling.delete(endpointId);
+    if (outcomes.some((o) => o.delivered) || outcomes.length === 0) return;
+    if (this.struggling.size >= MAX_AGENTS) this.struggling.delete(this.struggling.values().next().value!);
+    this.struggling.add(endpointId);
   }
 
   /** The endpoint's agents, kept for the `MAX_AGENTS` endpoints used last (a Map keeps its order of insertion). */

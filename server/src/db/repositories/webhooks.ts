@@ -348,12 +348,12 @@ interface ClaimedColumns {
 
 /**
  * Claims deliveries that are due, at most `perEndpoint` of each enabled endpoint not in
- * `skipEndpoints` and `limit` in all, for `leaseMs`: until then no instance takes them again.
- * Rows another instance is claiming are skipped, never waited for.
+ * `skipEndpoints` (one of each in `probeEndpoints`) and `limit` in all, for `leaseMs`: until then
+ * no instance takes them again. Rows another instance is claiming are skipped, never waited for.
  */
 export async function claimDue(
   em: EntityManager,
-  options: { skipEndpoints: string[]; perEndpoint: number; limit: number; leaseMs: number },
+  options: { skipEndpoints: string[]; probeEndpoints: string[]; perEndpoint: number; limit: number; leaseMs: number },
 ): Promise<ClaimedDelivery[]> {
   const rows = await query<ClaimedColumns>(
     em,
@@ -362,7 +362,7 @@ export async function claimDue(
        cross join lateral (
          select d.id from webhook_deliveries d
          where d.endpoint_id = w.id and d.state = 'pending' and d.next_attempt_at <= now()
-         order by d.next_attempt_at limit ?
+         order by d.next_attempt_at limit case when w.id = any(?::uuid[]) then 1 else ? end
          for update of d skip locked
        ) d
        where w.pending > 0 and w.enabled and w.id <> all(?::uuid[])
@@ -374,7 +374,7 @@ export async function claimDue(
      returning d.id, d.endpoint_id, w.project_id, d.type, d.event_id, d.payload, d.attempts, to_json(d.created_at) #>> '{}' as created_at,
        w.url, w.format,
        case when w.previous_secret_expires_at > now() then array[w.secret, w.previous_secret] else array[w.secret] end as secrets`,
-    [options.perEndpoint, options.skipEndpoints, options.limit, options.leaseMs],
+    [options.probeEndpoints, options.perEndpoint, options.skipEndpoints, options.limit, options.leaseMs],
   );
   return rows.map((r) => ({
     id: r.id,
