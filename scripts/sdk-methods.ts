@@ -74,6 +74,10 @@ const NAMES: Record<string, Naming> = {
   updateCurrentUser: 'users.update',
   listSessions: 'sessions.list',
   deleteSession: 'sessions.delete',
+  // A webhook endpoint's sub-resources, by what they do (the rest of `webhooks.*` follows the rule).
+  rotateWebhookSecret: 'webhooks.rotateSecret',
+  listWebhookDeliveries: 'webhooks.deliveries',
+  retryWebhookDelivery: 'webhooks.retryDelivery',
 };
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];

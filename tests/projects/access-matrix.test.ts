@@ -227,6 +227,42 @@ const MATRIX: Record<string, Row> = {
     request: (f) => ({ body: { project: f.namespace, user_id: 'matrix-user', properties: { plan: 'pro' } } }),
     expect: members(200),
   },
+  // Webhook endpoints: any member manages them. The project's endpoint and its delivery (of an event
+  // published to it) are made once, on first use; sends go to a name that never resolves, so a test
+  // or a retry answers at once with its `error`. A project holds at most 10 endpoints: createWebhook
+  // adds one per success, and deleteWebhook deletes one the previous cell left if one is there.
+  listWebhooks: { request: () => ({ query: '?limit=10' }), expect: members(200) },
+  createWebhook: {
+    request: (_f, caller) => ({ body: { url: `https://hooks.example.com/x?by=${caller}`, description: `Made by ${caller}` } }),
+    expect: members(201),
+  },
+  getWebhook: { request: async (f) => ({ params: { webhook_id: (await f.webhook()).id } }), expect: members(200) },
+  updateWebhook: {
+    request: async (f, caller) => ({ params: { webhook_id: (await f.webhook()).id }, body: { description: `Changed by ${caller}` } }),
+    expect: members(200),
+  },
+  deleteWebhook: { request: async (f) => ({ params: { webhook_id: await f.webhookToDelete() } }), expect: members(204) },
+  rotateWebhookSecret: { request: async (f) => ({ params: { webhook_id: (await f.webhook()).id } }), expect: members(200) },
+  testWebhook: { request: async (f) => ({ params: { webhook_id: (await f.webhook()).id } }), expect: members(200) },
+  listWebhookDeliveries: {
+    request: async (f) => ({ params: { webhook_id: (await f.webhook()).id }, query: '?limit=10' }),
+    expect: members(200),
+  },
+  retryWebhookDelivery: {
+    request: async (f) => {
+      const { id, deliveryId } = await f.webhook();
+      return { params: { webhook_id: id, delivery_id: deliveryId } };
+    },
+    expect: members(200),
+  },
+  recoverWebhook: {
+    // Since a minute from now: nothing to queue again, so the cells add no deliveries.
+    request: async (f) => ({
+      params: { webhook_id: (await f.webhook()).id },
+      body: { since: new Date(Date.now() + 60_000).toISOString() },
+    }),
+    expect: members(200),
+  },
   // A stream: the cell reads its status and headers, then lets go.
   streamEvents: { request: () => ({}), expect: members(200) },
   // The run's server has billing off (no STRIPE_SECRET_KEY): past the access rules, the owner's
@@ -275,6 +311,10 @@ interface Fixture extends People {
   newInsight: () => Promise<{ id: string }>;
   /** A new feed's name. */
   newFeed: () => Promise<string>;
+  /** The project's webhook endpoint and a delivery of it, made on first use. */
+  webhook: () => Promise<{ id: string; deliveryId: string }>;
+  /** An endpoint no other row uses: the one the previous cell left, or a new one. */
+  webhookToDelete: () => Promise<string>;
 }
 
 let feeds = 0;
@@ -298,7 +338,33 @@ async function fixture(people: People): Promise<Fixture> {
       expectData(await call('POST', projectPath(namespace, '/feeds'), people.owner.token, { name }), 201, 'create feed');
       return name;
     },
+    webhook: once(() => newWebhook(people.owner.token, namespace, true)),
+    webhookToDelete: async () => {
+      const left = spareWebhooks.get(namespace);
+      if (left !== undefined && (await call('GET', projectPath(namespace, `/webhooks/${left}`), people.owner.token)).status === 200)
+        return left;
+      const { id } = await newWebhook(people.owner.token, namespace, false);
+      spareWebhooks.set(namespace, id);
+      return id;
+    },
   };
+}
+
+/** The endpoint deleteWebhook's cells address, per project: made anew only once a cell deleted it. */
+const spareWebhooks = new Map<string, string>();
+
+/**
+ * A webhook endpoint of the project, made by its owner, to a name that never resolves (`.invalid`);
+ * with `withDelivery`, also a delivery of it (an event published to the project is one), and its id.
+ */
+async function newWebhook(session: string, namespace: string, withDelivery: boolean): Promise<{ id: string; deliveryId: string }> {
+  const webhooks = projectPath(namespace, '/webhooks');
+  const { id } = expectData(await call('POST', webhooks, session, { url: 'https://hooks.invalid/matrix' }), 201, 'create webhook');
+  if (!withDelivery) return { id, deliveryId: '' };
+  expectData(await call('POST', projectPath(namespace, '/feeds/general/events'), session, { event: 'For the webhook' }), 201, 'publish');
+  const deliveries = expectData(await call('GET', `${webhooks}/${id}/deliveries`, session)).items as { id: string }[];
+  expect(deliveries, 'the delivery of the event published').to.have.length(1);
+  return { id, deliveryId: deliveries[0]!.id };
 }
 
 /** A new API token of the session's user made as `TOKEN_GRANTS[caller]` says; `project`: the namespace it is limited to, if any. */

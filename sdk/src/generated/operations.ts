@@ -607,7 +607,7 @@ export interface WebhooksResource {
    *
    * `GET /v1/projects/{namespace}/webhooks/{webhook_id}/deliveries`
    */
-  listWebhookDeliveries(namespace: PathParam<'listWebhookDeliveries', 'namespace'>, webhookId: PathParam<'listWebhookDeliveries', 'webhook_id'>, query?: Query<'listWebhookDeliveries'>, options?: RequestOptions): Paginated<Data<'listWebhookDeliveries'>>;
+  deliveries(namespace: PathParam<'listWebhookDeliveries', 'namespace'>, webhookId: PathParam<'listWebhookDeliveries', 'webhook_id'>, query?: Query<'listWebhookDeliveries'>, options?: RequestOptions): Paginated<Data<'listWebhookDeliveries'>>;
 
   /**
    * Retry a delivery now.
@@ -618,7 +618,7 @@ export interface WebhooksResource {
    *
    * `POST /v1/projects/{namespace}/webhooks/{webhook_id}/deliveries/{delivery_id}/retry`
    */
-  retryWebhookDelivery(namespace: PathParam<'retryWebhookDelivery', 'namespace'>, webhookId: PathParam<'retryWebhookDelivery', 'webhook_id'>, deliveryId: PathParam<'retryWebhookDelivery', 'delivery_id'>, options?: RequestOptions): Promise<Data<'retryWebhookDelivery'>>;
+  retryDelivery(namespace: PathParam<'retryWebhookDelivery', 'namespace'>, webhookId: PathParam<'retryWebhookDelivery', 'webhook_id'>, deliveryId: PathParam<'retryWebhookDelivery', 'delivery_id'>, options?: RequestOptions): Promise<Data<'retryWebhookDelivery'>>;
 
   /**
    * Recover missed deliveries.
@@ -639,7 +639,7 @@ export interface WebhooksResource {
    *
    * `POST /v1/projects/{namespace}/webhooks/{webhook_id}/secret`
    */
-  rotateWebhookSecret(namespace: PathParam<'rotateWebhookSecret', 'namespace'>, webhookId: PathParam<'rotateWebhookSecret', 'webhook_id'>, options?: RequestOptions): Promise<Data<'rotateWebhookSecret'>>;
+  rotateSecret(namespace: PathParam<'rotateWebhookSecret', 'namespace'>, webhookId: PathParam<'rotateWebhookSecret', 'webhook_id'>, options?: RequestOptions): Promise<Data<'rotateWebhookSecret'>>;
 
   /**
    * Send a test delivery.
@@ -923,13 +923,13 @@ export class Resources {
         caller.call({ method: 'PATCH', path: '/v1/projects/{namespace}/webhooks/{webhook_id}', idempotencyKey: true }, { path: { namespace, webhook_id: webhookId }, body }, options),
       delete: (namespace, webhookId, options) =>
         caller.call({ method: 'DELETE', path: '/v1/projects/{namespace}/webhooks/{webhook_id}' }, { path: { namespace, webhook_id: webhookId } }, options),
-      listWebhookDeliveries: (namespace, webhookId, query, options) =>
+      deliveries: (namespace, webhookId, query, options) =>
         caller.paginate({ method: 'GET', path: '/v1/projects/{namespace}/webhooks/{webhook_id}/deliveries' }, { path: { namespace, webhook_id: webhookId }, query }, options),
-      retryWebhookDelivery: (namespace, webhookId, deliveryId, options) =>
+      retryDelivery: (namespace, webhookId, deliveryId, options) =>
         caller.call({ method: 'POST', path: '/v1/projects/{namespace}/webhooks/{webhook_id}/deliveries/{delivery_id}/retry', idempotencyKey: true }, { path: { namespace, webhook_id: webhookId, delivery_id: deliveryId } }, options),
       recover: (namespace, webhookId, body, options) =>
         caller.call({ method: 'POST', path: '/v1/projects/{namespace}/webhooks/{webhook_id}/recover', idempotencyKey: true }, { path: { namespace, webhook_id: webhookId }, body }, options),
-      rotateWebhookSecret: (namespace, webhookId, options) =>
+      rotateSecret: (namespace, webhookId, options) =>
         caller.call({ method: 'POST', path: '/v1/projects/{namespace}/webhooks/{webhook_id}/secret', idempotencyKey: true }, { path: { namespace, webhook_id: webhookId } }, options),
       test: (namespace, webhookId, options) =>
         caller.call({ method: 'POST', path: '/v1/projects/{namespace}/webhooks/{webhook_id}/test', idempotencyKey: true }, { path: { namespace, webhook_id: webhookId } }, options),

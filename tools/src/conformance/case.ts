@@ -57,6 +57,11 @@ export interface State {
   portalOn?: boolean;
   /** The namespace of project H, which A hands over to B before both accounts are deleted. */
   handedOver?: string;
+  /** Webhook endpoint W of P1 (checks/webhooks.ts), and a delivery of it. */
+  webhook?: string;
+  delivery?: string;
+  /** The deployment let P1 have more webhook endpoints than the contract's 10: its 409 `limit_reached` was not provoked. */
+  webhookCapUnreached?: boolean;
 }
 
 /** What the run created and has not yet removed; the clean-up works from it. */

@@ -47,13 +47,24 @@ export interface CoverageContext {
   notLimited: Map<string, number>;
   /** Whether the billing portal is configured (false: it answered 503); undefined: not found out. */
   portalOn?: boolean | undefined;
+  /** The deployment let a project have more webhook endpoints than the contract's 10 (checks/webhooks.ts). */
+  webhookCapUnreached?: boolean | undefined;
 }
 
 /**
  * Operations whose only 409 is `idempotency_in_progress`. The contract's 409 does not say which codes
  * each operation can answer (one description serves all), so they are named here.
  */
-const ONLY_IN_PROGRESS_409 = new Set(['publishEvent', 'publishEvents', 'updateInsight', 'logsnagIdentify']);
+const ONLY_IN_PROGRESS_409 = new Set([
+  'publishEvent',
+  'publishEvents',
+  'updateInsight',
+  'logsnagIdentify',
+  'updateWebhook',
+  'rotateWebhookSecret',
+  'testWebhook',
+  'recoverWebhook',
+]);
 
 /** Why `status` of `op` cannot be provoked from outside on this run; undefined when it can. */
 export function notProvokableReason(op: Operation, status: number, context: CoverageContext): string | undefined {
@@ -91,6 +102,18 @@ export function notProvokableReason(op: Operation, status: number, context: Cove
     return (
       "409 `limit_reached` needs the project's feeds (for a new channel) or insights (for a new title) filled to the deployment's " +
       'cap, which a conformance run does not fill; `idempotency_in_progress` needs two requests with one key at once'
+    );
+  }
+  if (status === 409 && op.operationId === 'retryWebhookDelivery') {
+    return (
+      "409 `event_expired` needs a delivery whose event the deployment's retention (or its feed's delete) has since removed, which " +
+      'takes the retention period to pass; `idempotency_in_progress` needs two requests with one key at once'
+    );
+  }
+  if (status === 409 && op.operationId === 'createWebhook' && context.webhookCapUnreached) {
+    return (
+      "409 `limit_reached` needs the project's webhook endpoints filled to the deployment's cap, which this deployment sets above " +
+      'the 10 a conformance run fills'
     );
   }
   if (status === 409 && op.key === 'PUT /v1/projects/{namespace}/owner') {

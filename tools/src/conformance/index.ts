@@ -30,6 +30,7 @@ import { serviceCases } from './checks/service.js';
 import { scopeCases } from './checks/scopes.js';
 import { sessionCases } from './checks/sessions.js';
 import { tokenCases } from './checks/tokens.js';
+import { webhookCases, webhookDeleteCases } from './checks/webhooks.js';
 import { ContractModel } from './contract.js';
 import { computeCoverage, type Coverage } from './coverage.js';
 import { Client, TransportError, type Exchange } from './http.js';
@@ -117,10 +118,12 @@ export function buildCases(contract: ContractModel, options: { rateLimits: boole
     ...feedCases,
     ...eventQueryCases,
     ...logsnagCases,
+    ...webhookCases,
     ...scopeCases(contract),
     ...billingCases(options.stripeWebhookSecret),
     ...idempotencyCases(contract),
     ...conditionalCases(contract),
+    ...webhookDeleteCases,
     ...leaveCases,
     ...projectDeleteCases,
     ...selfServiceCases,
@@ -300,6 +303,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     billingOn: state.billingOn,
     notLimited: state.notLimited,
     portalOn: state.portalOn,
+    webhookCapUnreached: state.webhookCapUnreached,
   });
   const nonConformance = client.exchanges
     .filter((e) => e.problems.length > 0)

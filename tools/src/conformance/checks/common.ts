@@ -29,14 +29,19 @@ export function oneRequest(group: string, op: string, expect: string, title: str
   };
 }
 
-/** The operation's path with `namespace` in it and a value that passes the contract for every other parameter. */
-export function concretePath(op: Operation, namespace: string): string {
+/**
+ * The operation's path with `namespace` in it and a value that passes the contract for every other
+ * parameter; `known` names existing ids where the caller needs them (a webhook endpoint's).
+ */
+export function concretePath(op: Operation, namespace: string, known: Record<string, string | undefined> = {}): string {
   const values: Record<string, string> = {
     namespace,
     feed: 'general',
     username: 'conformance',
     insight_id: unknownUuid(),
     id: unknownUuid(),
+    webhook_id: known.webhook_id ?? unknownUuid(),
+    delivery_id: known.delivery_id ?? unknownUuid(),
   };
   return op.path.replace(/\{([^}]+)\}/g, (_, name: string) => values[name] ?? 'conformance');
 }

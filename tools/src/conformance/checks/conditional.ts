@@ -1,6 +1,6 @@
 /**
  * Conditional reads, on every GET whose contract declares `If-None-Match`: the suite reads it once
- * (user A's session, project P1) and, when the 200 carries an `ETag`, reads it again naming that tag,
+ * (user A's session, project P1, its webhook endpoint W) and, when the 200 carries an `ETag`, reads it again naming that tag,
  * which must be 304 with no body, since nothing changed in between. A 200 without an `ETag` leaves
  * nothing to try: the case notes it, and the coverage then shows the 304 as not seen.
  */
@@ -21,7 +21,7 @@ export function conditionalCases(contract: ContractModel): CaseDef[] {
       run: async (t) => {
         const request = {
           method: 'GET',
-          path: concretePath(op, op.path.includes('{namespace}') ? ns(t) : ''),
+          path: concretePath(op, op.path.includes('{namespace}') ? ns(t) : '', { webhook_id: t.state.webhook }),
           ...(op.isPublic ? {} : { token: sessionOf('a')(t) }),
         };
         const answer = await t.send(request);
