@@ -182,8 +182,10 @@ export async function editEndpoint(
       filter: filter === undefined ? before.filter : filterOf(filter),
       enabled: enabled ?? before.enabled,
     });
+    // What it missed: from the first event the backlog's cap left out, or the events stored since it was turned off.
     const recovered = enabled === true && !before.enabled && before.disabledReason !== null && before.disabledAt !== null;
-    if (recovered) await queueRecovery(tx, id, before.disabledAt!, lowestIdAt(before.disabledAt!));
+    if (recovered && before.missedFromEvent !== null) await queueRecovery(tx, id, new Date(0), before.missedFromEvent);
+    else if (recovered) await queueRecovery(tx, id, before.disabledAt!, lowestIdAt(before.disabledAt!));
     const fields = (['url', 'description', 'format', 'enabled'] as const).filter(
       (f) => changes[f] !== undefined && changes[f] !== before[f],
     );

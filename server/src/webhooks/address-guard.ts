@@ -6,7 +6,8 @@
  * - Only public unicast addresses, unless `WEBHOOK_ALLOW_PRIVATE`: ipaddr.js names every special
  *   range (loopback, private, link-local, carrier-grade NAT, multicast, unique-local, broadcast,
  *   unspecified, documentation, benchmarking, 6to4, Teredo, NAT64, …) and only `unicast` passes;
- *   an IPv4-mapped IPv6 address is judged as the IPv4 address it carries.
+ *   an IPv4-mapped IPv6 address is judged as the IPv4 address it carries, and the deprecated
+ *   IPv4-compatible form (::/96) is refused.
  * - Every spelling of an address is one address: URLs are read by the WHATWG parser, which turns
  *   `2130706433`, `0x7f.1`, `0177.0.0.1` and `0` into dotted quads and `[::ffff:127.0.0.1]` into
  *   `[::ffff:7f00:1]` before anything here looks at them.
@@ -31,6 +32,9 @@ export class RefusedAddress extends Error {}
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
   const parsed = ipaddr.process(address);
+  // ipaddr.js calls the deprecated IPv4-compatible form (::/96, `[::127.0.0.1]`) unicast: refused, as
+  // the IPv4 address it carries may be anything.
+  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).parts.slice(0, 6).every((part) => part === 0)) return false;
   return parsed.range() === 'unicast';
 }
 

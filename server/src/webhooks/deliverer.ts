@@ -38,6 +38,13 @@ const BATCH = 64;
 /** Attempts at one endpoint at once. BATCH / PER_ENDPOINT attempt timeouts must fit in the lease. */
 const PER_ENDPOINT = 32;
 
+/**
+ * Outcomes written at once: a batch's are written as they come, this many a statement, so that a
+ * crash sends again (the lease having run out) at most this many that had already arrived, plus
+ * those in flight.
+ */
+const SETTLE_EVERY = 16;
+
 /** Endpoints whose connections are kept alive at once; past it, those of the endpoint used longest ago are closed. */
 const MAX_AGENTS = 256;
 
@@ -149,24 +156,37 @@ export class Deliverer {
     if (claimed.length === free) this.again = true;
   }
 
-  /** Sends one endpoint's batch, then writes its outcomes. */
+  /** Sends one endpoint's batch, writing its outcomes as they come (`SETTLE_EVERY` a statement, one statement at a time). */
   private async deliver(batch: ClaimedDelivery[]): Promise<void> {
     const em = unitOfWork(this.db.orm);
     const eventIds = batch.flatMap((d) => (d.eventId === null ? [] : [d.eventId]));
     const events = new Map((eventIds.length > 0 ? await storedEvents(em, eventIds) : []).map((e) => [e.id, e]));
     const agents = this.agentsFor(batch[0]!.endpointId);
     const outcomes: Outcome[] = [];
+    let unwritten: Outcome[] = [];
+    let writing = Promise.resolve();
+    const write = () => {
+      const chunk = unwritten;
+      unwritten = [];
+      writing = writing.then(async () => {
+        const disabled = await settleAttempts(em, chunk, this.settings.disableAfterMs);
+        if (disabled.length > 0) await this.onDisabled(disabled);
+      });
+    };
     let next = 0;
     const worker = async () => {
       while (next < batch.length) {
         const delivery = batch[next++]!;
-        outcomes.push(await this.send(delivery, events, agents));
+        const outcome = await this.send(delivery, events, agents);
+        outcomes.push(outcome);
+        unwritten.push(outcome);
+        if (unwritten.length >= SETTLE_EVERY) write();
       }
     };
     await Promise.all(Array.from({ length: Math.min(PER_ENDPOINT, batch.length) }, worker));
     this.remember(batch[0]!.endpointId, outcomes);
-    const disabled = await settleAttempts(em, outcomes, this.settings.disableAfterMs);
-    if (disabled.length > 0) await this.onDisabled(disabled);
+    if (unwritten.length > 0) write();
+    await writing;
   }
 
   private async send(

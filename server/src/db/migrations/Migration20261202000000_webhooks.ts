@@ -9,7 +9,8 @@ import { Migration } from '@mikro-orm/migrations';
  * the cap of 10,000 waiting is checked without counting rows, and the deliverer visits only the
  * endpoints with work (the partial index). The signing secret must be read back to sign, so it is
  * stored as given (like the Stripe keys of the settings); `previous_secret` signs beside it until
- * `previous_secret_expires_at` after a rotation.
+ * `previous_secret_expires_at` after a rotation. `missed_from_event`: when the backlog's cap paused
+ * it, the first event left out, from which enabling it queues again.
  *
  * `webhook_deliveries`: one change on its way to one endpoint. `event.created` holds the event's id
  * and reads the event at each attempt (events are only ever added, never changed); the other types
@@ -36,6 +37,7 @@ export class Migration20261202000000_webhooks extends Migration {
         enabled boolean not null default true,
         disabled_reason text null,
         disabled_at timestamptz null,
+        missed_from_event uuid null,
         secret text not null,
         previous_secret text null,
         previous_secret_expires_at timestamptz null,

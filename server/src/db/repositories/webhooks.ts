@@ -43,6 +43,8 @@ export interface EndpointRow {
   enabled: boolean;
   disabledReason: DisabledReason | null;
   disabledAt: Date | null;
+  /** When the backlog's cap paused it: the first event left out. */
+  missedFromEvent: string | null;
   /** The signing secrets: the current one, and the previous one while it still signs. */
   secrets: string[];
   pending: number;
@@ -62,6 +64,7 @@ interface EndpointColumns {
   enabled: boolean;
   disabled_reason: DisabledReason | null;
   disabled_at: string | null;
+  missed_from_event: string | null;
   secrets: string[];
   pending: number;
   created_at: string;
@@ -69,7 +72,7 @@ interface EndpointColumns {
 
 // to_json: the times as ISO 8601, whatever text format the connection's type parsers leave them in.
 const ENDPOINT_COLUMNS = `w.id, w.project_id, w.url, w.description, w.format, w.types, w.feeds, w.tags, w.notify_only, w.enabled,
-  w.disabled_reason, to_json(w.disabled_at) #>> '{}' as disabled_at, w.pending, to_json(w.created_at) #>> '{}' as created_at,
+  w.disabled_reason, to_json(w.disabled_at) #>> '{}' as disabled_at, w.missed_from_event, w.pending, to_json(w.created_at) #>> '{}' as created_at,
   case when w.previous_secret_expires_at > now() then array[w.secret, w.previous_secret] else array[w.secret] end as secrets`;
 
 function endpointRow(row: EndpointColumns): EndpointRow {
@@ -83,6 +86,7 @@ function endpointRow(row: EndpointColumns): EndpointRow {
     enabled: row.enabled,
     disabledReason: row.disabled_reason,
     disabledAt: row.disabled_at === null ? null : new Date(row.disabled_at),
+    missedFromEvent: row.missed_from_event,
     secrets: row.secrets,
     pending: row.pending,
     createdAt: new Date(row.created_at),
@@ -170,6 +174,7 @@ export async function updateEndpoint(em: EntityManager, id: string, c: EndpointC
        notify_only = ?, enabled = ?,
        disabled_reason = case when ? then null else w.disabled_reason end,
        disabled_at = case when ? then null else w.disabled_at end,
+       missed_from_event = case when ? then null else w.missed_from_event end,
        failing_since = case when ? and not w.enabled then null else w.failing_since end
      where w.id = ? returning ${ENDPOINT_COLUMNS}`,
     [
@@ -180,6 +185,7 @@ export async function updateEndpoint(em: EntityManager, id: string, c: EndpointC
       c.filter.feeds,
       c.filter.tags,
       c.filter.notifyOnly,
+      c.enabled,
       c.enabled,
       c.enabled,
       c.enabled,
@@ -224,8 +230,8 @@ const EVENT_MATCHES = `w.enabled
 
 // From `matched(endpoint_id, type, event_id, payload, n, room)` (n: the match's rank for its
 // endpoint), the deliveries that fit, and each endpoint's `pending` raised by what was queued,
-// paused when some did not fit. `w.pending` in the update is the row's latest: a concurrent settle
-// is counted too.
+// paused when some did not fit, with the first event left out (from which enabling it queues
+// again). `w.pending` in the update is the row's latest: a concurrent settle is counted too.
 const QUEUE_MATCHED = `queued as (
     insert into webhook_deliveries (id, endpoint_id, type, event_id, payload, next_attempt_at, created_at)
     select ${NEW_ID}, m.endpoint_id, m.type, m.event_id, m.payload, now(), now() from matched m where m.n <= m.room
@@ -234,8 +240,13 @@ const QUEUE_MATCHED = `queued as (
       pending = w.pending + least(c.total, c.room),
       enabled = w.enabled and c.total <= c.room,
       disabled_reason = case when c.total > c.room then 'backlog' else w.disabled_reason end,
-      disabled_at = case when c.total > c.room then now() else w.disabled_at end
-    from (select endpoint_id, count(*)::int as total, greatest(min(room), 0)::int as room from matched group by 1) c
+      disabled_at = case when c.total > c.room then now() else w.disabled_at end,
+      missed_from_event = case when c.total > c.room then c.first_missed else w.missed_from_event end
+    from (
+      select endpoint_id, count(*)::int as total, greatest(min(room), 0)::int as room,
+        (array_agg(event_id order by n) filter (where n > greatest(room, 0)))[1] as first_missed
+      from matched group by 1
+    ) c
     where w.id = c.endpoint_id
   )`;
 
