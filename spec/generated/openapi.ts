@@ -2119,11 +2119,8 @@ export interface components {
             success: true;
         };
         RecoverWebhookRequest: {
-            /**
-             * Format: date-time
-             * @description Queue again every stored `event.created` since this instant that matches the filter.
-             */
-            since: string;
+            /** @description Queue again every stored `event.created` since this instant that matches the filter. */
+            since: components["schemas"]["Timestamp"];
         };
         /** @description A new signing secret. The old one keeps signing beside it until `previous_expires_at`. */
         RotatedWebhookSecret: {
