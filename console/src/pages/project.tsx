@@ -14,6 +14,7 @@ const Charts = lazy(() => import('./project/charts.tsx'));
 const Activity = lazy(() => import('./project/activity.tsx'));
 const Feeds = lazy(() => import('./project/feeds.tsx'));
 const Members = lazy(() => import('./project/members.tsx'));
+const Webhooks = lazy(() => import('./project/webhooks.tsx'));
 const Settings = lazy(() => import('./project/settings.tsx'));
 
 export const projectKey = (namespace: string) => ['project', namespace] as const;
@@ -34,6 +35,7 @@ const TABS = [
   ['/activity', 'Activity'],
   ['/feeds', 'Feeds'],
   ['/members', 'Members'],
+  ['/webhooks', 'Webhooks'],
   ['/settings', 'Settings'],
 ] as const;
 
@@ -82,6 +84,9 @@ export default function ProjectPages({ namespace }: { namespace: string }) {
           </Route>
           <Route path="/members">
             <Members project={project} />
+          </Route>
+          <Route path="/webhooks">
+            <Webhooks project={project} />
           </Route>
           <Route path="/settings">
             <Settings project={project} />
