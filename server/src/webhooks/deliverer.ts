@@ -64,7 +64,8 @@ export class Deliverer {
   private inFlight = 0;
   private readonly batches = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
-  private cycling = false;
+  /** The cycle running, if one is. */
+  private cycling: Promise<void> | undefined;
   private again = false;
   private stopped = false;
   /** Keep-alive connections per endpoint (every socket made through the guard), dropped when idle. */
@@ -92,9 +93,8 @@ export class Deliverer {
       this.again = true;
       return;
     }
-    this.cycling = true;
-    void this.cycle().finally(() => {
-      this.cycling = false;
+    this.cycling = this.cycle().finally(() => {
+      this.cycling = undefined;
       if (this.again) {
         this.again = false;
         this.wake();
@@ -102,10 +102,11 @@ export class Deliverer {
     });
   }
 
-  /** Stops claiming and waits for the batches in flight (each ends within two attempt timeouts). */
+  /** Stops claiming and waits for the batches in flight (each ends within two attempt timeouts), those of a claim under way included. */
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
+    await this.cycling;
     await Promise.allSettled([...this.batches]);
     for (const agents of this.agents.values()) {
       agents.http.destroy();
@@ -136,7 +137,11 @@ export class Deliverer {
       return;
     }
     const byEndpoint = new Map<string, ClaimedDelivery[]>();
-    for (const delivery of claimed) byEndpoint.set(delivery.endpointId, [...(byEndpoint.get(delivery.endpointId) ?? []), delivery]);
+    for (const delivery of claimed) {
+      const batch = byEndpoint.get(delivery.endpointId);
+      if (batch) batch.push(delivery);
+      else byEndpoint.set(delivery.endpointId, [delivery]);
+    }
     for (const [endpointId, batch] of byEndpoint) {
       this.busy.add(endpointId);
       this.inFlight += batch.length;
