@@ -34,6 +34,16 @@ const LIFETIME = 30 * 24 * 60 * 60;
 const SET = new RegExp(`^sb_session=(ses_[A-Za-z0-9_-]{43}); HttpOnly; SameSite=Strict; Path=/; Max-Age=${LIFETIME}$`);
 const CLEARED = 'sb_session=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0';
 
+/**
+ * For the servers this file starts besides the run's: a keep-alive timeout the tests' fetch does not
+ * reuse connections under (undici keeps one only when the server's `Keep-Alive: timeout` exceeds its
+ * threshold of a second or two), so that closing a server does not wait out an idle kept-alive
+ * connection (about 3 s at the default 5 s). The keep-alive is not what these tests are about.
+ */
+const CLOSES_AT_ONCE = { HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000' };
+/** And cheap bcrypt, where what is tested is not a password's hash. */
+const QUICK = { ...CLOSES_AT_ONCE, BCRYPT_ROUNDS: '4' };
+
 /** The session token an answer set as its cookie (registered as a secret), after checking the cookie's attributes. */
 function cookieSet(answer: Answer, pattern = SET): string {
   const cookies = answer.headers.getSetCookie();
@@ -250,7 +260,7 @@ describe('sessions in the sb_session cookie', function () {
   });
 
   it('counts against its user’s rate limit with the user’s other credentials', async () => {
-    const limited = await startRateLimitedServer({ API_RATE_LIMIT: '4' });
+    const limited = await startRateLimitedServer({ API_RATE_LIMIT: '4', ...QUICK });
     try {
       const dave = await signUpOn(limited);
       const { answer } = await cookieLogin(dave, limited.url);
@@ -271,7 +281,7 @@ describe('sessions in the sb_session cookie', function () {
   });
 
   it('is Secure over HTTPS as a trusted proxy reports it, where the Origin to match is the https one', async () => {
-    const proxied = await startExtraServer({ TRUST_PROXY: '1' });
+    const proxied = await startExtraServer({ TRUST_PROXY: '1', ...QUICK });
     try {
       const erin = await signUpOn(proxied);
       const { answer } = await cookieLogin(erin, proxied.url, { 'X-Forwarded-Proto': 'https' });
@@ -311,7 +321,7 @@ describe('the first run', function () {
    */
   async function start(databaseUrl: string, dataDir: string, lines: LogLine[]): Promise<RunningServer> {
     const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as LogLine) });
-    const env = { ...process.env, DATABASE_URL: databaseUrl, AUTH_RATE_LIMIT: '0', API_RATE_LIMIT: '0' };
+    const env = { ...process.env, DATABASE_URL: databaseUrl, AUTH_RATE_LIMIT: '0', API_RATE_LIMIT: '0', ...CLOSES_AT_ONCE };
     return startServer({ ...loadConfig(env), port: 0, host: '127.0.0.1', dataDir }, logger);
   }
 
