@@ -93,6 +93,14 @@ async function waitUntil(what: string, check: () => boolean | Promise<boolean>, 
   }
 }
 
+/**
+ * For the servers this file starts besides the run's: a keep-alive timeout the tests' fetch does not
+ * reuse connections under (undici keeps one only when the server's `Keep-Alive: timeout` exceeds its
+ * threshold of a second or two), so that closing a server does not wait out an idle kept-alive
+ * connection (about 3 s at the default 5 s). The keep-alive is not what these tests are about.
+ */
+const CLOSES_AT_ONCE = { HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000' };
+
 describe('password reset', function () {
   this.timeout(120_000);
 
@@ -102,7 +110,7 @@ describe('password reset', function () {
 
     before(async () => {
       box = await Mailbox.start();
-      server = await startExtraServer({ SMTP_URL: box.url, SMTP_FROM: FROM, PASSWORD_RESET_URL: RESET_URL });
+      server = await startExtraServer({ SMTP_URL: box.url, SMTP_FROM: FROM, PASSWORD_RESET_URL: RESET_URL, ...CLOSES_AT_ONCE });
     });
     after(async () => {
       await server?.close();
@@ -253,7 +261,12 @@ describe('password reset', function () {
       await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
       const port = (closed.address() as AddressInfo).port;
       await new Promise<void>((resolve) => closed.close(() => resolve()));
-      server = await startExtraServer({ SMTP_URL: `smtp://127.0.0.1:${port}`, SMTP_FROM: FROM, PASSWORD_RESET_URL: RESET_URL });
+      server = await startExtraServer({
+        SMTP_URL: `smtp://127.0.0.1:${port}`,
+        SMTP_FROM: FROM,
+        PASSWORD_RESET_URL: RESET_URL,
+        ...CLOSES_AT_ONCE,
+      });
       const user = await signUpOn(server);
       const before = logLines('password reset mail not sent').length;
       expectRequested(await requestReset(server, user.email));
@@ -269,7 +282,12 @@ describe('password reset', function () {
       await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
       try {
         const port = (silent.address() as AddressInfo).port;
-        server = await startExtraServer({ SMTP_URL: `smtp://127.0.0.1:${port}`, SMTP_FROM: FROM, PASSWORD_RESET_URL: RESET_URL });
+        server = await startExtraServer({
+          SMTP_URL: `smtp://127.0.0.1:${port}`,
+          SMTP_FROM: FROM,
+          PASSWORD_RESET_URL: RESET_URL,
+          ...CLOSES_AT_ONCE,
+        });
         const user = await signUpOn(server);
         const started = performance.now();
         expectRequested(await requestReset(server, user.email));
@@ -294,7 +312,7 @@ describe('password reset', function () {
     });
 
     it('counts both steps per address with sign-up and login (AUTH_RATE_LIMIT), then 429', async () => {
-      server = await startExtraServer({ AUTH_RATE_LIMIT: '3' });
+      server = await startExtraServer({ AUTH_RATE_LIMIT: '3', ...CLOSES_AT_ONCE });
       expectRequested(await requestReset(server, 'a@example.com'));
       expectError(await confirmReset(server, 'rst_unknown', 'a good long password'), 400, 'invalid_reset_token');
       const third = await requestReset(server, 'b@example.com');
