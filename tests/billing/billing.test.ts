@@ -163,6 +163,14 @@ function nestedBody(bytes: number): string {
   return `{"data":${'['.repeat(depth)}${']'.repeat(depth)}}`;
 }
 
+/**
+ * For the servers this file starts besides the run's: a keep-alive timeout the tests' fetch does not
+ * reuse connections under (undici keeps one only when the server's `Keep-Alive: timeout` exceeds its
+ * threshold of a second or two), so that closing a server does not wait out an idle kept-alive
+ * connection (about 3 s at the default 5 s). The keep-alive is not what these tests are about.
+ */
+const CLOSES_AT_ONCE = { HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000' };
+
 /** A Stripe stand-in, and a server of its own whose Stripe settings point at it, with `stripeSecretKey` ('' is billing off). */
 async function startBilling(stripeSecretKey: string): Promise<{ standIn: StripeStandIn; target: Target }> {
   const standIn = await StripeStandIn.start(API_KEY);
@@ -172,7 +180,7 @@ async function startBilling(stripeSecretKey: string): Promise<{ standIn: StripeS
     STRIPE_PRICE_TIERS: PRICE_TIERS,
     STRIPE_API_URL: standIn.url,
   };
-  return { standIn, target: new Target(await startExtraServer(env)) };
+  return { standIn, target: new Target(await startExtraServer({ ...env, ...CLOSES_AT_ONCE })) };
 }
 
 function expectReceived(answer: Answer, what = ''): void {
