@@ -115,6 +115,14 @@ function expectReceived(answer: Answer): void {
   expect(answer.status, answer.text).to.equal(200);
 }
 
+/**
+ * For the servers this file starts besides the run's: a keep-alive timeout the tests' fetch does not
+ * reuse connections under (undici keeps one only when the server's `Keep-Alive: timeout` exceeds its
+ * threshold of a second or two), so that closing a server does not wait out an idle kept-alive
+ * connection (about 3 s at the default 5 s). The keep-alive is not what these tests are about.
+ */
+const CLOSES_AT_ONCE = { HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000' };
+
 async function startTarget(env: Record<string, string>): Promise<Target> {
   const standIn = await StripeStandIn.start(API_KEY);
   const server = await startExtraServer({
@@ -124,6 +132,7 @@ async function startTarget(env: Record<string, string>): Promise<Target> {
     STRIPE_SUCCESS_URL: SUCCESS_URL,
     STRIPE_CANCEL_URL: CANCEL_URL,
     STRIPE_PORTAL_RETURN_URL: PORTAL_RETURN_URL,
+    ...CLOSES_AT_ONCE,
     ...env,
   });
   return new Target(server, standIn);
