@@ -30,6 +30,14 @@ import { png, storedIcon } from '../support/png.js';
 import { namespaceName } from '../support/projects.js';
 import { startLocalS3, type LocalS3 } from '../support/s3.js';
 
+/**
+ * For the servers this file starts besides the run's: a keep-alive timeout the tests' fetch does not
+ * reuse connections under (undici keeps one only when the server's `Keep-Alive: timeout` exceeds its
+ * threshold of a second or two), so that closing a server does not wait out an idle kept-alive
+ * connection (about 3 s at the default 5 s). The keep-alive is not what these tests are about.
+ */
+const CLOSES_AT_ONCE = { HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000' };
+
 const DATA_URL = 'data:image/png;base64,';
 const silent = pino({ level: 'silent' });
 const UNSTORED = { code: 'unavailable', message: 'The icon could not be stored right now; nothing was changed. Retry later.' };
@@ -80,8 +88,8 @@ describe('icons across instances', function () {
 
   it('two instances on one PostgreSQL database, the database as the store: each serves the icon uploaded through the other', async function () {
     skipUnlessPostgres(this);
-    const a = await startExtraServer();
-    const b = await startExtraServer();
+    const a = await startExtraServer(CLOSES_AT_ONCE);
+    const b = await startExtraServer(CLOSES_AT_ONCE);
     try {
       expect(a.dataDir).to.not.equal(b.dataDir);
       const user = await signUpOn(a);
@@ -119,8 +127,8 @@ describe('icons across instances', function () {
 
     it('two instances on one PostgreSQL database: each serves, from the bucket, the icon uploaded through the other', async function () {
       skipUnlessPostgres(this);
-      const a = await startExtraServer(s3.env);
-      const b = await startExtraServer(s3.env);
+      const a = await startExtraServer({ ...s3.env, ...CLOSES_AT_ONCE });
+      const b = await startExtraServer({ ...s3.env, ...CLOSES_AT_ONCE });
       try {
         const user = await signUpOn(a);
         const icon = uniqueIcon();
@@ -157,7 +165,7 @@ describe('icons across instances', function () {
       let user: TestUser;
 
       before(async () => {
-        server = await startExtraServer(s3.env);
+        server = await startExtraServer({ ...s3.env, ...CLOSES_AT_ONCE });
         user = await signUpOn(server);
       });
       after(async () => {
@@ -238,7 +246,7 @@ describe('icons across instances', function () {
       ];
       for (const [what, endpoint] of endpoints) {
         it(`${what}: an upload answers 503 in the envelope within S3_TIMEOUT_MS and changes nothing; a read answers 503`, async () => {
-          const server = await startExtraServer({ ...s3.env, S3_ENDPOINT: await endpoint(), S3_TIMEOUT_MS: '1000' });
+          const server = await startExtraServer({ ...s3.env, S3_ENDPOINT: await endpoint(), S3_TIMEOUT_MS: '1000', ...CLOSES_AT_ONCE });
           try {
             const user = await signUpOn(server);
             const icon = uniqueIcon();
@@ -296,7 +304,7 @@ describe('icons across instances', function () {
       writeFileSync(path.join(iconDir, `${kept.key}.png`), kept.stored);
       writeFileSync(path.join(iconDir, `.${aside.key}.00000000-0000-4000-8000-000000000001.prune`), aside.stored);
       writeFileSync(path.join(iconDir, `${wrong.key}.png`), kept.stored);
-      const server = await startExtraServer(s3.env, dataDir);
+      const server = await startExtraServer({ ...s3.env, ...CLOSES_AT_ONCE }, dataDir);
       try {
         expect(readdirSync(iconDir)).to.deep.equal([`${wrong.key}.png`]);
         expect(await s3.keys()).to.include.members([`icons/${kept.key}.png`, `icons/${aside.key}.png`]);
