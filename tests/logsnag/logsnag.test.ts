@@ -24,6 +24,14 @@ import {
 } from '../support/projects.js';
 import { RawStream } from '../support/sse.js';
 
+/**
+ * For the servers this file starts besides the run's: a keep-alive timeout the tests' fetch does not
+ * reuse connections under (undici keeps one only when the server's `Keep-Alive: timeout` exceeds its
+ * threshold of a second or two), so that closing a server does not wait out an idle kept-alive
+ * connection (about 3 s at the default 5 s). The keep-alive is not what these tests are about.
+ */
+const CLOSES_AT_ONCE = { HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000' };
+
 /** The messages LogSnag's `validation.body` must carry for a 400's details: where (without `/body/`), then what. */
 function validationOf(details: { path: string; message: string }[]): { body: { message: string }[] } {
   return { body: details.map((d) => ({ message: `${d.path.replace(/^\/body(?:\/|$)/, '') || 'body'} ${d.message}` })) };
@@ -544,7 +552,7 @@ describe('LogSnag compatibility', () => {
 
     before(async function () {
       this.timeout(60_000);
-      capped = await startExtraServer({ MAX_FEEDS_PER_PROJECT: '3', MAX_INSIGHTS_PER_PROJECT: '1' });
+      capped = await startExtraServer({ MAX_FEEDS_PER_PROJECT: '3', MAX_INSIGHTS_PER_PROJECT: '1', ...CLOSES_AT_ONCE });
       user = await signUpOn(capped);
       const made = await createProject(user.token, { name: 'Capped' }, capped.url);
       namespace = made.namespace;
@@ -598,7 +606,7 @@ describe('LogSnag compatibility', () => {
 
     it('shares the user’s one rate-limit count with the native routes', async function () {
       this.timeout(60_000);
-      const limited = await startRateLimitedServer({ API_RATE_LIMIT: '3' });
+      const limited = await startRateLimitedServer({ API_RATE_LIMIT: '3', ...CLOSES_AT_ONCE });
       try {
         const someone = await signUpOn(limited);
         // Sign-up is counted apart (AUTH_RATE_LIMIT, off here); the project's creation takes one of the 3.
