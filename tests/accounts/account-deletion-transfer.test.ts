@@ -15,6 +15,14 @@ import { activityRows, addMember, createInsight, createProject, invite, member, 
 import { StripeStandIn } from '../support/stripe-stand-in.js';
 import { Signalboard, SignalboardApiError } from '../../sdk/src/index.js';
 
+/**
+ * For the servers this file starts besides the run's: a keep-alive timeout the tests' fetch does not
+ * reuse connections under (undici keeps one only when the server's `Keep-Alive: timeout` exceeds its
+ * threshold of a second or two), so that closing a server does not wait out an idle kept-alive
+ * connection (about 3 s at the default 5 s). The keep-alive is not what these tests are about.
+ */
+const CLOSES_AT_ONCE = { HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000' };
+
 const deleteMe = (user: { token: string }, password: string) => call('DELETE', '/v1/users/me', user.token, { password });
 const transfer = (token: string, namespace: string, username: string) => call('PUT', projectPath(namespace, '/owner'), token, { username });
 
@@ -73,7 +81,7 @@ describe('DELETE /v1/users/me', () => {
 
   it('password guesses count against the sign-in limit of the client address: 429, and the account stays', async function () {
     this.timeout(120_000);
-    const server = await startRateLimitedServer({ AUTH_RATE_LIMIT: '3' });
+    const server = await startRateLimitedServer({ AUTH_RATE_LIMIT: '3', ...CLOSES_AT_ONCE });
     try {
       const user = await signUpOn(server); // the first point of this address
       const guess = () => callAt(server.url, 'DELETE', '/v1/users/me', user.token, { password: 'a wrong guess' });
@@ -406,6 +414,7 @@ describe('on a server of its own: Stripe stand-in, and at most 2 projects per us
       STRIPE_API_URL: standIn.url,
       // A subscriber owns two projects: at the cap, so a project handed to it is refused.
       MAX_PROJECTS_PER_USER: '2',
+      ...CLOSES_AT_ONCE,
     });
   });
 
