@@ -21,6 +21,14 @@ import { iconRow, rawRequest } from '../support/icons.js';
 import { chunk, decodePng, ihdr, png, PNG_SIGNATURE, storedIcon } from '../support/png.js';
 import { createProject, namespaceName, projectPath } from '../support/projects.js';
 
+/**
+ * For the servers this file starts besides the run's: a keep-alive timeout the tests' fetch does not
+ * reuse connections under (undici keeps one only when the server's `Keep-Alive: timeout` exceeds its
+ * threshold of a second or two), so that closing a server does not wait out an idle kept-alive
+ * connection (about 3 s at the default 5 s). The keep-alive is not what these tests are about.
+ */
+const CLOSES_AT_ONCE = { HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000' };
+
 const DATA_URL = 'data:image/png;base64,';
 const ME = '/v1/users/me';
 const TOO_BIG = 'icon is larger than 256 KiB once re-encoded; save it with fewer colours or a smaller size';
@@ -184,7 +192,7 @@ describe('icons: bounded cost per client', function () {
     }
 
     it('allows CDN_RATE_LIMIT requests a minute per address, then 429 in the envelope with Retry-After', async () => {
-      server = await startRateLimitedServer({ CDN_RATE_LIMIT: '3' });
+      server = await startRateLimitedServer({ CDN_RATE_LIMIT: '3', ...CLOSES_AT_ONCE });
       const { user, path } = await iconOn(server);
       const remaining = [];
       for (let i = 0; i < 3; i++) {
@@ -217,7 +225,7 @@ describe('icons: bounded cost per client', function () {
     });
 
     it('counts each client address apart (IPv6 by its /64), behind a trusted proxy', async () => {
-      server = await startRateLimitedServer({ CDN_RATE_LIMIT: '1', TRUST_PROXY: '1' });
+      server = await startRateLimitedServer({ CDN_RATE_LIMIT: '1', TRUST_PROXY: '1', ...CLOSES_AT_ONCE });
       const { path } = await iconOn(server);
       const from = async (address: string) => (await rawRequest(server!.url, 'GET', path, { 'X-Forwarded-For': address })).status;
       expect([await from('198.51.100.7'), await from('198.51.100.7')]).to.deep.equal([200, 429]);
@@ -226,7 +234,7 @@ describe('icons: bounded cost per client', function () {
     });
 
     it('is off at 0 (no RateLimit headers), and 1,200 a minute by default', async () => {
-      server = await startRateLimitedServer({ CDN_RATE_LIMIT: '0' });
+      server = await startRateLimitedServer({ CDN_RATE_LIMIT: '0', ...CLOSES_AT_ONCE });
       const { path } = await iconOn(server);
       const answer = await rawRequest(server.url, 'GET', path);
       expect([answer.status, answer.headers['ratelimit-limit']]).to.deep.equal([200, undefined]);
