@@ -15,6 +15,14 @@ import { Mailbox, type Mail } from '../support/mailbox.js';
 import { callAt, expectData, expectError, expectInvalid, expectNoContent, tally, type Answer } from '../support/http.js';
 import { npmRunUser } from '../support/service-process.js';
 
+/**
+ * For the servers this file starts besides the run's: a keep-alive timeout the tests' fetch does not
+ * reuse connections under (undici keeps one only when the server's `Keep-Alive: timeout` exceeds its
+ * threshold of a second or two), so that closing a server does not wait out an idle kept-alive
+ * connection (about 3 s at the default 5 s). The keep-alive is not what these tests are about.
+ */
+const CLOSES_AT_ONCE = { HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000' };
+
 const CONFIRM_URL = 'https://app.example.com/email-confirm?token=';
 const REVERT_URL = 'https://app.example.com/email-revert?token=';
 const RESET_URL = 'https://app.example.com/reset?token=';
@@ -47,6 +55,7 @@ describe('e-mail change', function () {
       PASSWORD_RESET_URL: RESET_URL,
       EMAIL_CONFIRM_URL: CONFIRM_URL,
       EMAIL_REVERT_URL: REVERT_URL,
+      ...CLOSES_AT_ONCE,
     });
   });
   after(async () => {
