@@ -28,6 +28,14 @@ import { addMember, createProject, invite, projectPath } from '../support/projec
 import { newSubscriptionId } from '../support/stripe-events.js';
 import { StripeStandIn } from '../support/stripe-stand-in.js';
 
+/**
+ * For the servers this file starts besides the run's: a keep-alive timeout the tests' fetch does not
+ * reuse connections under (undici keeps one only when the server's `Keep-Alive: timeout` exceeds its
+ * threshold of a second or two), so that closing a server does not wait out an idle kept-alive
+ * connection (about 3 s at the default 5 s). The keep-alive is not what these tests are about.
+ */
+const CLOSES_AT_ONCE = { HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000' };
+
 const STRIPE_KEY = secret(`sk_test_${randomBytes(12).toString('hex')}`);
 
 /** The server with billing on, and the stand-in its Stripe calls reach (started before the cases, on PostgreSQL). */
@@ -48,6 +56,7 @@ async function startBilled(): Promise<void> {
       STRIPE_SUCCESS_URL: 'https://app.example.com/billing/done?session={CHECKOUT_SESSION_ID}',
       STRIPE_CANCEL_URL: 'https://app.example.com/billing/',
       STRIPE_PORTAL_RETURN_URL: 'https://app.example.com/settings/billing',
+      ...CLOSES_AT_ONCE,
     });
     billed = { server, standIn };
   } catch (error) {
