@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { pino } from 'pino';
+import { v7 } from 'uuid';
 import { loadConfig } from '../../server/src/config.js';
 import type { Database } from '../../server/src/db/orm.js';
 import { DatabaseIconRows } from '../../server/src/domain/icons.js';
@@ -197,9 +198,10 @@ describe('maintenance', () => {
     );
     const insert = (state: string, ageMs: number) =>
       sql<{ id: string }>(
+        // Ids are UUID v7 of when each was queued, as the service makes them: pruning goes by id.
         `insert into webhook_deliveries (id, endpoint_id, type, payload, state, next_attempt_at, created_at)
-         values (gen_random_uuid(), ?, 'project.updated', '{}', ?, case when ? = 'pending' then now() end, now() - ? * interval '1 millisecond') returning id`,
-        [endpoint.id, state, state, ageMs],
+         values (?, ?, 'project.updated', '{}', ?, case when ? = 'pending' then now() end, now() - ? * interval '1 millisecond') returning id`,
+        [v7({ msecs: Date.now() - ageMs }), endpoint.id, state, state, ageMs],
       ).then(([row]) => row!.id);
     const old = [await insert('delivered', 8 * DAY_MS), await insert('failed', 8 * DAY_MS), await insert('delivered', 9 * DAY_MS)];
     const kept = [await insert('pending', 8 * DAY_MS), await insert('delivered', 6 * DAY_MS)];

@@ -69,10 +69,13 @@ export function deleteEventsStoredBefore(em: EntityManager, cutoff: Date, batche
 /** How long a webhook delivery that has settled (delivered or failed) stays in its endpoint's log. */
 export const DELIVERY_LOG_MS = 7 * 86_400_000;
 
-/** Deletes the webhook deliveries created more than `DELIVERY_LOG_MS` ago that are no longer pending, oldest first, in batches. */
+/**
+ * Deletes the webhook deliveries queued more than `DELIVERY_LOG_MS` ago that are no longer
+ * pending, oldest first, in batches: by id, a UUID v7 of when it was queued (as events are).
+ */
 export function deleteSettledWebhookDeliveries(em: EntityManager, batches: Batches): Promise<number> {
-  const cutoff = new Date(Date.now() - DELIVERY_LOG_MS);
-  return inBatches((limit) => deleteSettledDeliveries(em, cutoff, limit), batches);
+  const idBelow = firstUuidV7At(new Date(Date.now() - DELIVERY_LOG_MS));
+  return inBatches((limit) => deleteSettledDeliveries(em, idBelow, limit), batches);
 }
 
 /** Deletes the `Idempotency-Key`s past their lifetime (by the database's clock), oldest first, in batches; how many it deleted. */

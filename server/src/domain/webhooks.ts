@@ -28,6 +28,7 @@ import {
   recordManualAttempt,
   replaceSecret,
   settle,
+  vacuumDeliveries,
   type ClaimedDelivery,
   type DeliveryRow,
   type DisabledEndpoint,
@@ -57,6 +58,9 @@ export const claimDueDeliveries = claimDue;
 
 /** Writes claimed attempts' outcomes; answers the endpoints this turned off (the repository's `settle`). */
 export const settleAttempts = settle;
+
+/** Clears the dead rows settling leaves behind (the repository's `vacuumDeliveries` says why). */
+export const tidyDeliveries = vacuumDeliveries;
 
 /** The events among `ids` still stored. */
 export const storedEvents = eventsByIds;

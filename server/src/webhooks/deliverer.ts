@@ -23,6 +23,7 @@ import {
   claimDueDeliveries,
   settleAttempts,
   storedEvents,
+  tidyDeliveries,
   type ChangeShapes,
   type ClaimedDelivery,
   type DisabledEndpoint,
@@ -44,6 +45,15 @@ const PER_ENDPOINT = 32;
  * those in flight.
  */
 const SETTLE_EVERY = 16;
+
+/**
+ * The least time between two claims: wake-ups come with every group of events stored, on any
+ * instance, and a claim is a statement; within this they are one.
+ */
+const CLAIM_GAP_MS = 10;
+
+/** Outcomes written on this instance between two vacuums of the deliveries' table (`tidyDeliveries`). */
+const TIDY_EVERY = 10_000;
 
 /** Endpoints whose connections are kept alive at once; past it, those of the endpoint used longest ago are closed. */
 const MAX_AGENTS = 256;
@@ -67,6 +77,11 @@ export class Deliverer {
   /** The cycle running, if one is. */
   private cycling: Promise<void> | undefined;
   private again = false;
+  private lastClaim = 0;
+  /** Outcomes written since the last vacuum, and the vacuum running, if one is. */
+  private settledSinceTidy = 0;
+  private tidying: Promise<void> | undefined;
+  private soon: NodeJS.Timeout | undefined;
   private stopped = false;
   /** Keep-alive connections per endpoint (every socket made through the guard), dropped when idle. */
   private readonly agents = new Map<string, { http: http.Agent; https: https.Agent }>();
@@ -93,6 +108,15 @@ export class Deliverer {
       this.again = true;
       return;
     }
+    const wait = this.lastClaim + CLAIM_GAP_MS - performance.now();
+    if (wait > 0) {
+      this.soon ??= setTimeout(() => {
+        this.soon = undefined;
+        this.wake();
+      }, wait);
+      return;
+    }
+    this.lastClaim = performance.now();
     this.cycling = this.cycle().finally(() => {
       this.cycling = undefined;
       if (this.again) {
@@ -106,8 +130,10 @@ export class Deliverer {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
+    clearTimeout(this.soon);
     await this.cycling;
     await Promise.allSettled([...this.batches]);
+    await this.tidying;
     for (const agents of this.agents.values()) {
       agents.http.destroy();
       agents.https.destroy();
@@ -145,15 +171,22 @@ export class Deliverer {
     for (const [endpointId, batch] of byEndpoint) {
       this.busy.add(endpointId);
       this.inFlight += batch.length;
-      const running: Promise<void> = this.deliver(batch)
+      let released = false;
+      // Once its attempts are done, the endpoint may be claimed for again while the last outcomes are written.
+      const release = () => {
+        if (released) return;
+        released = true;
+        this.busy.delete(endpointId);
+        this.inFlight -= batch.length;
+        this.wake();
+      };
+      const running: Promise<void> = this.deliver(batch, release)
         .catch((error: unknown) =>
           this.logger.warn({ err: { type: (error as Error).name } }, 'webhook batch failed; its leases will run out'),
         )
         .finally(() => {
-          this.busy.delete(endpointId);
-          this.inFlight -= batch.length;
+          release();
           this.batches.delete(running);
-          this.wake();
         });
       this.batches.add(running);
     }
@@ -162,7 +195,7 @@ export class Deliverer {
   }
 
   /** Sends one endpoint's batch, writing its outcomes as they come (`SETTLE_EVERY` a statement, one statement at a time). */
-  private async deliver(batch: ClaimedDelivery[]): Promise<void> {
+  private async deliver(batch: ClaimedDelivery[], attemptsDone: () => void): Promise<void> {
     const em = unitOfWork(this.db.orm);
     const eventIds = batch.flatMap((d) => (d.eventId === null ? [] : [d.eventId]));
     const events = new Map((eventIds.length > 0 ? await storedEvents(em, eventIds) : []).map((e) => [e.id, e]));
@@ -176,6 +209,7 @@ export class Deliverer {
       writing = writing.then(async () => {
         const disabled = await settleAttempts(em, chunk, this.settings.disableAfterMs);
         if (disabled.length > 0) await this.onDisabled(disabled);
+        this.tidyAfter(chunk.length);
       });
     };
     let next = 0;
@@ -191,6 +225,7 @@ export class Deliverer {
     await Promise.all(Array.from({ length: Math.min(PER_ENDPOINT, batch.length) }, worker));
     this.remember(batch[0]!.endpointId, outcomes);
     if (unwritten.length > 0) write();
+    attemptsDone();
     await writing;
   }
 
@@ -215,6 +250,16 @@ export class Deliverer {
     const { body, headers } = requestFor(delivery.format, delivery, message, new Date());
     const result = await send(delivery.url, body, headers, { rules: this.settings, timeoutMs: this.settings.timeoutMs, agents });
     return outcomeOf(delivery, at, result, this.settings.retryScheduleMs);
+  }
+
+  /** Vacuums the deliveries' table once `TIDY_EVERY` outcomes were written here, one vacuum at a time; a failure is logged. */
+  private tidyAfter(settled: number): void {
+    this.settledSinceTidy += settled;
+    if (this.settledSinceTidy < TIDY_EVERY || this.tidying) return;
+    this.settledSinceTidy = 0;
+    this.tidying = tidyDeliveries(unitOfWork(this.db.orm))
+      .catch((error: unknown) => this.logger.warn({ err: { type: (error as Error).name } }, 'webhook deliveries vacuum failed'))
+      .finally(() => (this.tidying = undefined));
   }
 
   /** Whether the endpoint is probed one delivery at a time from now on: a batch with failures and no success. */

@@ -10,8 +10,8 @@
  * - At most `MAX_PENDING` deliveries wait per endpoint: a queue with no room left for all it
  *   matched queues what fits and pauses the endpoint (`disabled_reason` `backlog`).
  * - A delivery is sent by one instance at a time: it is claimed with `for update skip locked`
- *   and a lease (its `next_attempt_at` moved past the longest attempt), and an outcome is written
- *   only for the attempt that claimed it (`attempts` unchanged since).
+ *   and a lease (`leased_until`, past the longest batch), and an outcome is written only for the
+ *   attempt that claimed it (`attempts` unchanged since).
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../raw.js';
@@ -368,18 +368,27 @@ export async function claimDue(
 ): Promise<ClaimedDelivery[]> {
   const rows = await query<ClaimedColumns>(
     em,
-    `with due as (
-       select d.id from webhook_endpoints w
+    // The endpoints with pending deliveries, one index descent each (a skip scan of the index of due
+    // rows, which PostgreSQL 15 does not do by itself), then each one's due rows.
+    `with recursive working as (
+       (select endpoint_id from webhook_deliveries where state = 'pending' order by endpoint_id limit 1)
+       union all
+       select (select d.endpoint_id from webhook_deliveries d where d.state = 'pending' and d.endpoint_id > working.endpoint_id
+               order by d.endpoint_id limit 1)
+       from working where working.endpoint_id is not null
+     ), due as (
+       select d.id from working join webhook_endpoints w on w.id = working.endpoint_id
        cross join lateral (
          select d.id from webhook_deliveries d
          where d.endpoint_id = w.id and d.state = 'pending' and d.next_attempt_at <= now()
+           and (d.leased_until is null or d.leased_until < now())
          order by d.next_attempt_at limit case when w.id = any(?::uuid[]) then 1 else ? end
          for update of d skip locked
        ) d
-       where w.pending > 0 and w.enabled and w.id <> all(?::uuid[])
+       where w.enabled and w.id <> all(?::uuid[])
        limit ?
      )
-     update webhook_deliveries d set attempts = d.attempts + 1, next_attempt_at = now() + ? * interval '1 millisecond'
+     update webhook_deliveries d set attempts = d.attempts + 1, leased_until = now() + ? * interval '1 millisecond'
      from due, webhook_endpoints w
      where d.id = due.id and w.id = d.endpoint_id
      returning d.id, d.endpoint_id, w.project_id, d.type, d.event_id, d.payload, d.attempts, to_json(d.created_at) #>> '{}' as created_at,
@@ -448,6 +457,7 @@ export async function settle(em: EntityManager, outcomes: Outcome[], failingForM
        update webhook_deliveries d set
          state = case when o.delivered then 'delivered' when o.retry_at is null then 'failed' else 'pending' end,
          next_attempt_at = case when o.delivered then null else o.retry_at end,
+         leased_until = null,
          log = jsonb_path_query_array(jsonb_build_array(o.entry) || d.log, '$[0 to ${KEPT_ATTEMPTS - 1}]')
        from outcome o
        where d.id = o.id and d.attempts = o.attempt and d.state = 'pending'
@@ -579,17 +589,17 @@ export async function findDelivery(em: EntityManager, endpointId: string, id: st
   return row ? deliveryRow(row) : null;
 }
 
-/** Deletes at most `limit` deliveries settled (delivered or failed) before `before`; how many it deleted. */
-export async function deleteSettledDeliveries(em: EntityManager, before: Date, limit: number): Promise<number> {
+/** Deletes at most `limit` deliveries settled (delivered or failed) whose id is below `idBelow`, oldest first; how many it deleted. */
+export async function deleteSettledDeliveries(em: EntityManager, idBelow: string, limit: number): Promise<number> {
   const [row] = await query<{ n: number }>(
     em,
     `with gone as (
        delete from webhook_deliveries where id = any(array(
-         select id from webhook_deliveries where state <> 'pending' and created_at < ? order by created_at limit ? for update skip locked
+         select id from webhook_deliveries where id < ?::uuid and state <> 'pending' order by id limit ? for update skip locked
        )) returning 1
      )
      select count(*)::int as n from gone`,
-    [before.toISOString(), limit],
+    [idBelow, limit],
   );
   return row!.n;
 }
@@ -603,4 +613,14 @@ export async function ownerOf(em: EntityManager, projectId: string): Promise<{ e
     [projectId],
   );
   return row;
+}
+
+/**
+ * Vacuums the deliveries' table, unless another vacuum of it is under way. A queue leaves two dead
+ * versions of every row (claimed, settled) in the index that claims walk, and under a steady stream
+ * of inserts the index's own clean-up hints seldom stick: without a vacuum every claim would step
+ * over all of them. Autovacuum may be off, or a minute away; the deliverer calls this itself.
+ */
+export async function vacuumDeliveries(em: EntityManager): Promise<void> {
+  await query(em, 'vacuum (skip_locked) webhook_deliveries', []);
 }
