@@ -297,3 +297,28 @@ async function waitUntil<T>(probe: () => Promise<T | undefined>): Promise<T> {
     await sleep(50);
   }
 }
+
+describe('webhooks: stopping the service', function () {
+  this.timeout(60_000);
+
+  it('does not wait out an endpoint that hangs: the service closes within the deliverer’s 5 s, not two 15 s attempt timeouts', async () => {
+    const server = await startWebhookServer({ WEBHOOK_TIMEOUT_MS: '15000', HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000' });
+    const receiver = await Receiver.start();
+    receiver.answer = () => 'hang';
+    try {
+      const owner = await signUpOn(server);
+      const { namespace } = await createProject(owner.token, {}, server.url);
+      const api = (method: string, path: string, body?: unknown) =>
+        callAt(server.url, method, projectPath(namespace, path), owner.token, body);
+      expectData(await api('POST', '/webhooks', { url: `${receiver.url}/hang` }), 201);
+      expectData(await api('POST', '/feeds/general/events', { event: 'never answered' }), 201);
+      await receiver.waitFor(1);
+      const started = Date.now();
+      await server.close();
+      // Two attempt timeouts would be 30 s; the deliverer leaves the batch after 5 s.
+      expect(Date.now() - started).to.be.below(10_000);
+    } finally {
+      await receiver.close();
+    }
+  });
+});

@@ -52,6 +52,13 @@ const SETTLE_EVERY = 16;
  */
 const CLAIM_GAP_MS = 10;
 
+/**
+ * How long stopping waits for the batches in flight before it leaves them: an endpoint that hangs
+ * would hold a shutdown for two attempt timeouts. What is left is sent again once its lease runs
+ * out, by another instance or this one restarted (at least once, with the same `webhook-id`).
+ */
+const STOP_WAIT_MS = 5_000;
+
 /** Outcomes written on this instance between two vacuums of the deliveries' table (`tidyDeliveries`). */
 const TIDY_EVERY = 10_000;
 
@@ -126,14 +133,21 @@ export class Deliverer {
     });
   }
 
-  /** Stops claiming and waits for the batches in flight (each ends within two attempt timeouts), those of a claim under way included. */
+  /**
+   * Stops claiming, and waits for the batches in flight (those of a claim under way included) for
+   * at most `STOP_WAIT_MS`; then closes every connection, which ends the attempts still waiting.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
     clearTimeout(this.soon);
     await this.cycling;
-    await Promise.allSettled([...this.batches]);
-    await this.tidying;
+    let waited: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.batches, this.tidying]),
+      new Promise((resolve) => (waited = setTimeout(resolve, STOP_WAIT_MS))),
+    ]);
+    clearTimeout(waited);
     for (const agents of this.agents.values()) {
       agents.http.destroy();
       agents.https.destroy();
