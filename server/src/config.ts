@@ -7,7 +7,13 @@ export interface Config {
   /** A PostgreSQL server; when absent the service runs an embedded PGlite database in `dataDir`. */
   databaseUrl: string | undefined;
   dataDir: string;
-  /** Public address icons are served from; when absent, the service's own `/cdn`. */
+  /**
+   * `PUBLIC_URL`: the address people and mail reach the service at (an http(s) origin, perhaps with a
+   * path prefix; no trailing slash), never taken from a request. Set, it is the default of `cdnUrl`,
+   * of `passwordReset.url` and of the first-run invite link's address.
+   */
+  publicUrl: string | undefined;
+  /** Public address icons are served from (`CDN_URL`, else `{PUBLIC_URL}/cdn`); when absent, the service's own `/cdn`. */
   cdnUrl: string | undefined;
   /** Where icons are kept (`ICON_STORE`): the database, or an S3-compatible bucket. */
   icons: { store: 'database' } | { store: 's3'; s3: S3Settings };
@@ -75,12 +81,14 @@ export interface Config {
   /**
    * Password resets: the mail server the links are sent through (`SMTP_URL`, `SMTP_FROM`; unset,
    * no mail is sent and the operator's `reset-link` command makes the links), and the page a link
-   * opens (`PASSWORD_RESET_URL`, the token appended; unset, the command prints the bare token).
+   * opens (`PASSWORD_RESET_URL`, the token appended; else the console's page under `PUBLIC_URL`,
+   * `{PUBLIC_URL}/reset-password?token=`; neither: the command prints the bare token).
    */
   passwordReset: { smtp: SmtpSettings | undefined; url: string | undefined };
   /**
    * The pages an e-mail change's two links open, the token appended (`EMAIL_CONFIRM_URL`,
    * `EMAIL_REVERT_URL`); unset, a message carries the bare token and the API call that takes it.
+   * `PUBLIC_URL` gives them no default: the console has no pages that take these tokens.
    */
   emailChange: { confirmUrl: string | undefined; revertUrl: string | undefined };
   /**
@@ -289,15 +297,35 @@ function httpSettings(env: NodeJS.ProcessEnv): Config['http'] {
 }
 
 /**
- * `SMTP_URL`, `SMTP_FROM` and `PASSWORD_RESET_URL`. Messages name the variables and never show
- * `SMTP_URL`, whose password they would print. Mail needs a sender and a page for its link; a sender
- * without a server is refused, as it would silently send nothing.
+ * `PUBLIC_URL`: an http(s) origin with an optional path prefix, and nothing else (no user, query or
+ * fragment); trailing slashes dropped. The message does not show the value, which might hold a password.
  */
-function passwordReset(env: NodeJS.ProcessEnv): Config['passwordReset'] {
-  const resetUrl = env.PASSWORD_RESET_URL || undefined;
-  if (resetUrl !== undefined && !/^https?:$/.test(parsedUrl(resetUrl)?.protocol ?? '')) {
+function publicUrl(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  const parsed = parsedUrl(raw);
+  if (!parsed || !/^https?:$/.test(parsed.protocol) || parsed.username || parsed.password || /[?#]/.test(raw)) {
+    throw new ConfigError(
+      'PUBLIC_URL must be the http or https address people reach the service at, optionally with a path and nothing after it, like https://signalboard.example.com',
+    );
+  }
+  return `${parsed.origin}${parsed.pathname.replace(/\/+$/, '')}`;
+}
+
+/** The console's page that sets a new password, the token appended (console/src/pages/reset-password.tsx). */
+const CONSOLE_RESET_PATH = '/reset-password?token=';
+
+/**
+ * `SMTP_URL`, `SMTP_FROM` and `PASSWORD_RESET_URL` (by default the console's reset page under
+ * `PUBLIC_URL`, when that is set). Messages name the variables and never show `SMTP_URL`, whose
+ * password they would print. Mail needs a sender and a page for its link; a sender without a server
+ * is refused, as it would silently send nothing.
+ */
+function passwordReset(env: NodeJS.ProcessEnv, publicAddress: string | undefined): Config['passwordReset'] {
+  const explicitUrl = env.PASSWORD_RESET_URL || undefined;
+  if (explicitUrl !== undefined && !/^https?:$/.test(parsedUrl(explicitUrl)?.protocol ?? '')) {
     throw new ConfigError('PASSWORD_RESET_URL must be an http or https URL, like https://app.example.com/reset?token=');
   }
+  const resetUrl = explicitUrl ?? (publicAddress === undefined ? undefined : `${publicAddress}${CONSOLE_RESET_PATH}`);
   const smtpUrl = env.SMTP_URL || undefined;
   const from = env.SMTP_FROM || undefined;
   if (smtpUrl === undefined) {
@@ -310,7 +338,11 @@ function passwordReset(env: NodeJS.ProcessEnv): Config['passwordReset'] {
   if (from === undefined || !/^[^<>@\s]+@[^<>@\s]+$|<[^<>@\s]+@[^<>@\s]+>$/.test(from.trim())) {
     throw new ConfigError('SMTP_URL needs SMTP_FROM, the sender: an address, or Name <address>');
   }
-  if (resetUrl === undefined) throw new ConfigError('SMTP_URL needs PASSWORD_RESET_URL, the page the e-mailed link opens');
+  if (resetUrl === undefined) {
+    throw new ConfigError(
+      'SMTP_URL needs PASSWORD_RESET_URL, the page the e-mailed link opens (or PUBLIC_URL, for the console page under it)',
+    );
+  }
   return { smtp: { url: smtpUrl, from: from.trim() }, url: resetUrl };
 }
 
@@ -346,12 +378,14 @@ function webhookSettings(env: NodeJS.ProcessEnv): WebhookSettings {
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const publicAddress = publicUrl(env.PUBLIC_URL);
   return {
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: env.HOST || '0.0.0.0',
     databaseUrl: url(env, 'DATABASE_URL'),
     dataDir: path.resolve(env.DATA_DIR || './data'),
-    cdnUrl: url(env, 'CDN_URL'),
+    publicUrl: publicAddress,
+    cdnUrl: url(env, 'CDN_URL') ?? (publicAddress === undefined ? undefined : `${publicAddress}/cdn`),
     icons: iconStore(env),
     logLevel: env.LOG_LEVEL || 'info',
     logFormat: logFormat(env.LOG_FORMAT),
@@ -392,7 +426,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       cancelUrl: pageUrl(env, 'STRIPE_CANCEL_URL'),
       portalReturnUrl: pageUrl(env, 'STRIPE_PORTAL_RETURN_URL'),
     },
-    passwordReset: passwordReset(env),
+    passwordReset: passwordReset(env, publicAddress),
     emailChange: { confirmUrl: pageUrl(env, 'EMAIL_CONFIRM_URL'), revertUrl: pageUrl(env, 'EMAIL_REVERT_URL') },
     consoleDir: env.CONSOLE_DIR ? path.resolve(env.CONSOLE_DIR) : undefined,
   };

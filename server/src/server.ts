@@ -31,9 +31,9 @@ export class ShutdownIncomplete extends Error {
 
 /**
  * With no account in the database, a one-use invite code for the first, as a link to the console's
- * sign-up page on the address the service listens on. The code is in the line's message, which the
- * logger's censoring (by key, logger.ts) leaves as it is: the line is for the operator who started
- * the service, and the code is useless once an account exists or it expires.
+ * sign-up page at `url`: `PUBLIC_URL`, else the address the service listens on. The code is in the
+ * line's message, which the logger's censoring (by key, logger.ts) leaves as it is: the line is for
+ * the operator who started the service, and the code is useless once an account exists or it expires.
  */
 async function announceFirstRun(db: Database, url: string, logger: Logger): Promise<void> {
   const first = await firstRunInviteCode(unitOfWork(db.orm));
@@ -97,7 +97,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     const host = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
     url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
     logger.info({ url, port, database: db.description }, 'listening');
-    await announceFirstRun(db, url, logger);
+    await announceFirstRun(db, config.publicUrl ?? url, logger);
     let closing: Promise<void> | undefined;
     return { url, db, close: () => (closing ??= stop()) };
   } catch (error) {

@@ -56,10 +56,11 @@ export interface BuiltServices {
 }
 
 /**
- * Builds the services over an open database. `publicUrl` is read lazily: the service's own address
- * (for the default `/cdn`) is known only once it listens.
+ * Builds the services over an open database. `ownUrl`, the address the service listens on, is read
+ * lazily: it is known only once it listens. It makes the default `/cdn` address when neither
+ * `CDN_URL` nor `PUBLIC_URL` is set (with either, `config.cdnUrl` holds the address).
  */
-export async function createServices(config: Config, logger: Logger, db: Database, publicUrl: () => string): Promise<BuiltServices> {
+export async function createServices(config: Config, logger: Logger, db: Database, ownUrl: () => string): Promise<BuiltServices> {
   const bus: EventBus =
     db.kind === 'postgresql' ? await PostgresBus.start(config.databaseUrl!, notifyThrough(db), logger, config.database) : new LocalBus();
   const live = new LiveStreams(db.orm, bus, (viewers) => viewersStillAllowed(unitOfWork(db.orm), viewers), logger, {
@@ -68,7 +69,7 @@ export async function createServices(config: Config, logger: Logger, db: Databas
     maxStreamsPerUser: config.limits.streamsPerUser,
   });
   const outbox = new MailOutbox(config.passwordReset.smtp && smtpMailer(config.passwordReset.smtp), logger);
-  const icons = new IconStore(new DatabaseIconRows(() => unitOfWork(db.orm)), () => config.cdnUrl ?? `${publicUrl()}/cdn`, {
+  const icons = new IconStore(new DatabaseIconRows(() => unitOfWork(db.orm)), () => config.cdnUrl ?? `${ownUrl()}/cdn`, {
     bucket: config.icons.store === 's3' ? await S3Bucket.open(config.icons.s3, logger) : undefined,
   });
   const webhookShapes: ChangeShapes = {
