@@ -4,7 +4,7 @@
  * setting), so the database listens on nothing: no other process, of this user or another, can
  * reach it, and it has at most one connection at a time.
  */
-import { statfs } from 'node:fs/promises';
+import { access, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import { Duplex } from 'node:stream';
 import type { PGlite } from '@electric-sql/pglite';
@@ -21,6 +21,22 @@ export const EMBEDDED_URL = 'postgresql://postgres@pglite/postgres';
  * about 40 MiB, and opening one again after such a stop needs room for a new segment as well.
  */
 export const MIN_FREE_BYTES = 64 * 1024 * 1024;
+
+/** The folder PGlite keeps the database in, inside the data folder. */
+export const embeddedDatabaseDir = (dataDir: string) => path.join(dataDir, 'pg');
+
+/**
+ * Whether `dataDir` holds an embedded database already: PostgreSQL writes `PG_VERSION` into a
+ * database folder when it makes one. Looks only and creates nothing (`openEmbedded` creates what is
+ * missing). Only a file that is not there is "no": one this user may not reach (EACCES) counts as
+ * there, for opening it to say what is wrong.
+ */
+export async function hasEmbeddedDatabase(dataDir: string): Promise<boolean> {
+  return access(path.join(embeddedDatabaseDir(dataDir), 'PG_VERSION')).then(
+    () => true,
+    (err: NodeJS.ErrnoException) => err.code !== 'ENOENT' && err.code !== 'ENOTDIR',
+  );
+}
 
 export interface EmbeddedDatabase {
   /** `options` with every connection pg makes going to this database, in process. */
@@ -47,8 +63,8 @@ export async function openEmbedded(dataDir: string, logger: Logger): Promise<Emb
     }
     // Loaded only here: a start on PostgreSQL never pays for PGlite's modules.
     const { PGlite } = await import('@electric-sql/pglite');
-    const pglite = await PGlite.create(path.join(dataDir, 'pg')).catch(async (err: Error) => {
-      throw new Error(`PGlite could not open ${path.join(dataDir, 'pg')} (${mib(await freeBytes(dataDir))} MiB free): ${err.message}`, {
+    const pglite = await PGlite.create(embeddedDatabaseDir(dataDir)).catch(async (err: Error) => {
+      throw new Error(`PGlite could not open ${embeddedDatabaseDir(dataDir)} (${mib(await freeBytes(dataDir))} MiB free): ${err.message}`, {
         cause: err,
       });
     });

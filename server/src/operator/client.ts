@@ -1,7 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import type { Config } from '../config.js';
-import { isOwnerAliveHere } from '../db/lock.js';
+import { hasEmbeddedDatabase } from '../db/embedded.js';
+import { DataDirError, isOwnerAliveHere } from '../db/lock.js';
 import { openDatabase, unitOfWork } from '../db/orm.js';
 import {
   createInviteCode,
@@ -29,14 +30,49 @@ export interface OperatorStore {
 }
 
 /**
+ * The embedded data folder holds no database, and the command was not asked to make one: opening it
+ * would make a new, empty database (as the service does at its first start), most likely beside the
+ * one the service uses, and the command's work (an invite code, a link) would land where no service reads it.
+ */
+export class NoEmbeddedDatabaseError extends DataDirError {
+  constructor(dataDir: string, create: 'offered' | 'not offered') {
+    super(
+      `no embedded database in ${dataDir} (the data folder: DATA_DIR, default ./data), and this command makes none: ` +
+        `run it with the same DATA_DIR (or DATABASE_URL) the service runs with` +
+        (create === 'offered'
+          ? `, or add --create to make a new database in ${dataDir} on purpose`
+          : ' (a new database would have no users)'),
+    );
+  }
+}
+
+/** How an operator command treats an embedded data folder that holds no database yet. */
+export interface MissingDatabase {
+  /** Open it all the same, making a new database (`--create`). */
+  create: boolean;
+  /** Whether the command takes `--create`, for the refusal to offer it. */
+  offered: boolean;
+}
+
+/**
  * Runs `fn` against the database the service uses: PostgreSQL directly; in embedded mode through
  * the running service's operator channel if there is one, or else by opening the data folder itself
- * (taking its lock, so a service starting meanwhile refuses rather than diverges).
+ * (taking its lock, so a service starting meanwhile refuses rather than diverges). A data folder with
+ * no database in it is refused (NoEmbeddedDatabaseError), untouched, unless `missing.create`: an
+ * operator command never makes a database by accident.
  */
-export async function withOperatorStore<T>(config: Config, logger: Logger, fn: (store: OperatorStore) => Promise<T>): Promise<T> {
+export async function withOperatorStore<T>(
+  config: Config,
+  logger: Logger,
+  missing: MissingDatabase,
+  fn: (store: OperatorStore) => Promise<T>,
+): Promise<T> {
   if (!config.databaseUrl) {
     const service = await readOperatorFile(config.dataDir);
     if (service) return fn(remoteStore(service));
+    if (!missing.create && !(await hasEmbeddedDatabase(config.dataDir))) {
+      throw new NoEmbeddedDatabaseError(config.dataDir, missing.offered ? 'offered' : 'not offered');
+    }
   }
   const db = await openDatabase(config, logger);
   try {

@@ -1,6 +1,8 @@
 /**
  * `invite create [--uses N] [--expires-in-days D]` and `invite list`: the operator's invite codes.
- * The new code is printed alone on the last line of stdout, for scripts.
+ * The new code is printed alone on the last line of stdout, for scripts. In embedded mode an empty
+ * data folder is refused unless `--create` is given (client.ts), so a code never lands in a new
+ * database no service reads.
  */
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
@@ -14,6 +16,7 @@ export const INVITE_USAGE = [
   ['invite create', 'a new code, for --uses N accounts (1-1000000, default 1), valid for'],
   ['', '--expires-in-days D (1-3650, default: no expiry); shown once, alone on the last line'],
   ['invite list', 'the codes (their first characters only), uses left, expiry'],
+  ['', 'both refuse a DATA_DIR with no database in it, unless given --create to make one there'],
 ] as const;
 
 function parse(argv: string[]) {
@@ -22,7 +25,7 @@ function parse(argv: string[]) {
     parsed = parseArgs({
       args: argv,
       allowPositionals: true,
-      options: { uses: { type: 'string' }, 'expires-in-days': { type: 'string' } },
+      options: { uses: { type: 'string' }, 'expires-in-days': { type: 'string' }, create: { type: 'boolean' } },
     });
   } catch (err) {
     throw new UsageError(`invite: ${(err as Error).message}`);
@@ -34,15 +37,17 @@ function parse(argv: string[]) {
     return Number(raw);
   };
   if (positionals.length !== 1) throw new UsageError('invite: give exactly one command: create or list');
+  const create = values.create === true;
   if (positionals[0] === 'list') {
-    if (values.uses !== undefined || values['expires-in-days'] !== undefined) throw new UsageError('invite: list takes no options');
-    return { command: 'list' as const };
+    if (values.uses !== undefined || values['expires-in-days'] !== undefined)
+      throw new UsageError('invite: list takes no options but --create');
+    return { command: 'list' as const, create };
   }
   if (positionals[0] !== 'create') throw new UsageError(`invite: unknown command "${positionals[0]}"`);
   const input = { uses: integer('uses', values.uses), expiresInDays: integer('expires-in-days', values['expires-in-days']) };
   try {
     // Checked before the database is opened, which can take seconds.
-    return { command: 'create' as const, input: checkCreateInviteCodeInput(input) };
+    return { command: 'create' as const, create, input: checkCreateInviteCodeInput(input) };
   } catch (err) {
     if (err instanceof InviteCodeInputError)
       throw new UsageError(`invite: ${err.message.replace('expires_in_days', '--expires-in-days').replace(/^uses/, '--uses')}`);
@@ -72,7 +77,7 @@ export async function inviteCommand(argv: string[]): Promise<number> {
   const config = loadConfig();
   // Logs go to stderr, so stdout carries only the answer; never the code itself.
   const logger = pino({ level: process.env.LOG_LEVEL || 'warn', base: { service: 'signalboard' } }, pino.destination(2));
-  return withOperatorStore(config, logger, async (store) => {
+  return withOperatorStore(config, logger, { create: args.create, offered: true }, async (store) => {
     if (args.command === 'list') {
       const rows = await store.list();
       console.log(rows.length === 0 ? 'No invite codes yet.' : table(rows));

@@ -33,7 +33,8 @@ export async function userCommand(argv: string[]): Promise<number> {
   const config = loadConfig();
   // Logs go to stderr, so stdout carries only the answer; never the token itself.
   const logger = pino({ level: process.env.LOG_LEVEL || 'warn', base: { service: 'signalboard' } }, pino.destination(2));
-  return withOperatorStore(config, logger, async (store) => {
+  // A data folder with no database is refused: a new one would have no users.
+  return withOperatorStore(config, logger, { create: false, offered: false }, async (store) => {
     const link = await make(store, username);
     console.log(`${what} for ${username}, good for one hour; made by ${store.via}. Shown only this once:`);
     console.log(link);
