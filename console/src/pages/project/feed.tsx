@@ -18,20 +18,23 @@ import { useNotifications } from './notify.tsx';
 const PAGE = 50;
 const MORE = 100;
 
-export default function FeedPage({ project }: ProjectPageProps) {
-  const [params, setParams] = useSearchParams();
-  const filters: Filters = {
+/** The feed's filters, as its address carries them. */
+export function filtersOf(params: URLSearchParams): Filters {
+  return {
     feed: params.get('feed') || undefined,
     tag: params.getAll('tag').filter(Boolean),
     user_id: params.get('user_id') || undefined,
     q: params.get('q') || undefined,
   };
-  const filterKey = JSON.stringify(filters);
-  const history = useInfiniteQuery({
-    queryKey: ['events', project.namespace, filterKey],
-    queryFn: ({ pageParam }) =>
+}
+
+/** The history's query: the feed's, and the project's pages' prefetch of it (project.tsx). */
+export function historyQuery(namespace: string, filters: Filters) {
+  return {
+    queryKey: ['events', namespace, JSON.stringify(filters)],
+    queryFn: ({ pageParam }: { pageParam: string | undefined }) =>
       sb.events
-        .list(project.namespace, {
+        .list(namespace, {
           limit: pageParam ? MORE : PAGE,
           ...(filters.feed ? { feed: filters.feed } : {}),
           ...(filters.tag.length ? { tag: filters.tag } : {}),
@@ -41,9 +44,16 @@ export default function FeedPage({ project }: ProjectPageProps) {
         })
         .page(),
     initialPageParam: undefined as string | undefined,
-    getNextPageParam: (page) => page.next_cursor ?? undefined,
+    getNextPageParam: (page: { next_cursor: string | null }) => page.next_cursor ?? undefined,
     staleTime: Infinity, // the live stream keeps it current
-  });
+  };
+}
+
+export default function FeedPage({ project }: ProjectPageProps) {
+  const [params, setParams] = useSearchParams();
+  const filters = filtersOf(params);
+  const filterKey = JSON.stringify(filters);
+  const history = useInfiniteQuery(historyQuery(project.namespace, filters));
   const notifications = useNotifications();
   const live = useLiveEvents(project.namespace, notifications.tell);
 
