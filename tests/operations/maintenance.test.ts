@@ -381,6 +381,7 @@ describe('maintenance', () => {
         stripeEvents: 0,
         idempotencyKeys: 0,
         events: 0,
+        webhookDeliveries: 0,
       });
       await blocker.query('commit');
       expect(await first).to.deep.equal({ ran: true, icons: 1, stripeEvents: 1, idempotencyKeys: 0, events: 0, webhookDeliveries: 0 });
@@ -392,6 +393,7 @@ describe('maintenance', () => {
         stripeEvents: 0,
         idempotencyKeys: 0,
         events: 0,
+        webhookDeliveries: 0,
       });
     } finally {
       await blocker.end();
