@@ -10,48 +10,11 @@
 import type { LookupAddress } from 'node:dns';
 import { expect } from 'chai';
 import { checkUrl, guardedLookup, isPublicAddress, RefusedAddress, type AddressRules } from '../../server/src/webhooks/address-guard.js';
+import { REFUSED_HOSTS } from '../support/refused-hosts.js';
 
 const DEFAULT: AddressRules = { allowHttp: false, allowPrivate: false };
 const PRIVATE: AddressRules = { allowHttp: false, allowPrivate: true };
 const HTTP: AddressRules = { allowHttp: true, allowPrivate: false };
-
-/** Hosts that name this machine or a non-public network, each as written in a URL. */
-const REFUSED_HOSTS = [
-  '127.0.0.1',
-  '2130706433',
-  '0x7f000001',
-  '0x7f.1',
-  '0177.0.0.1',
-  '127.1',
-  '0',
-  '0.0.0.0',
-  '10.0.0.1',
-  '10.255.255.254',
-  '172.16.0.1',
-  '172.31.255.254',
-  '192.168.0.1',
-  '192.168.255.254',
-  '169.254.169.254',
-  '100.64.0.1',
-  '224.0.0.1',
-  '255.255.255.255',
-  '[::1]',
-  '[::]',
-  '[::ffff:127.0.0.1]',
-  '[::ffff:7f00:1]',
-  '[::ffff:10.0.0.1]',
-  '[::127.0.0.1]',
-  '[::7f00:1]',
-  '[fc00::1]',
-  '[fd12::1]',
-  '[fe80::1]',
-  '[ff02::1]',
-  '[64:ff9b::7f00:1]',
-  '[2002:7f00:1::]',
-  'localhost',
-  'LOCALHOST.',
-  'sub.localhost',
-];
 
 /** The same addresses as Node or a resolver could hand them over: not normalised by a URL parser. */
 const REFUSED_ADDRESSES = [

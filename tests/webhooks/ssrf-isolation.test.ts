@@ -18,39 +18,7 @@ import { count, type TestServer } from '../support/harness.js';
 import { call, callAt, expectData, expectInvalid, expectNoContent, type Answer } from '../support/http.js';
 import { createProject, projectPath } from '../support/projects.js';
 import { Receiver, startWebhookServer } from '../support/receiver.js';
-
-/** Hosts that name this machine or a non-public network, each as written in a URL. */
-const REFUSED_HOSTS = [
-  '127.0.0.1',
-  '2130706433',
-  '0x7f000001',
-  '0x7f.1',
-  '0177.0.0.1',
-  '127.1',
-  '0',
-  '0.0.0.0',
-  '10.0.0.1',
-  '172.16.0.1',
-  '192.168.0.1',
-  '169.254.169.254',
-  '100.64.0.1',
-  '224.0.0.1',
-  '255.255.255.255',
-  '[::1]',
-  '[::]',
-  '[::ffff:127.0.0.1]',
-  '[::ffff:7f00:1]',
-  '[::ffff:10.0.0.1]',
-  '[fc00::1]',
-  '[fd12::1]',
-  '[fe80::1]',
-  '[ff02::1]',
-  '[64:ff9b::7f00:1]',
-  '[2002:7f00:1::]',
-  'localhost',
-  'LOCALHOST.',
-  'sub.localhost',
-];
+import { REFUSED_HOSTS } from '../support/refused-hosts.js';
 
 /**
  * The shortest keep-alive the servers allow: fetch keeps idle connections to a server until about

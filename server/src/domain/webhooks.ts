@@ -43,7 +43,7 @@ import type { MailOutbox } from '../mail/outbox.js';
 import { checkUrl, RefusedAddress } from '../webhooks/address-guard.js';
 import type { Deliverer } from '../webhooks/deliverer.js';
 import type { Message } from '../webhooks/messages.js';
-import type { AttemptResult } from '../webhooks/send.js';
+import { delivered, logEntry, type AttemptResult } from '../webhooks/send.js';
 import { recordActivity } from './activity.js';
 import { tagCandidates, type EventRow } from './events.js';
 import type { InsightView } from './insights.js';
@@ -267,9 +267,7 @@ export async function retryDelivery(
   }
   const at = new Date().toISOString();
   const result = await deliverer.attempt({ ...delivery, url: endpoint.url, format: endpoint.format, secrets: endpoint.secrets }, message);
-  const delivered = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
-  const entry = { at, status_code: result.statusCode, duration_ms: result.durationMs, body: result.body, error: result.error };
-  await recordManualAttempt(em, deliveryId, entry, delivered);
+  await recordManualAttempt(em, deliveryId, logEntry(at, result), delivered(result));
   return (await findDelivery(em, id, deliveryId)) ?? delivery;
 }
 

@@ -32,7 +32,7 @@ import {
 import type { EventRow } from '../domain/events.js';
 import { guardedLookup } from './address-guard.js';
 import { requestFor, type Message } from './messages.js';
-import { send, type AttemptResult } from './send.js';
+import { delivered, logEntry, send, type AttemptResult } from './send.js';
 
 /** Deliveries claimed for one endpoint at a time. */
 const BATCH = 64;
@@ -315,15 +315,15 @@ export function outcomeOf(
   result: AttemptResult,
   scheduleMs: number[],
 ): Outcome {
-  const entry = { at, status_code: result.statusCode, duration_ms: result.durationMs, body: result.body, error: result.error };
-  const delivered = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
+  const entry = logEntry(at, result);
+  const succeeded = delivered(result);
   const gone = result.statusCode === 410;
-  const wait = delivered || gone ? undefined : retryDelay(scheduleMs, delivery.attempt);
+  const wait = succeeded || gone ? undefined : retryDelay(scheduleMs, delivery.attempt);
   return {
     id: delivery.id,
     attempt: delivery.attempt,
     entry,
-    delivered,
+    delivered: succeeded,
     gone,
     retryAt: wait === undefined ? null : new Date(Date.now() + wait),
   };

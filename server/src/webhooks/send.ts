@@ -23,6 +23,16 @@ export interface AttemptResult {
   error: string | null;
 }
 
+/** Whether the attempt delivered: a 2xx answer (within the timeout, or there would be none). */
+export function delivered(result: AttemptResult): boolean {
+  return result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
+}
+
+/** The attempt as a delivery's log keeps it, begun at `at` (ISO 8601). */
+export function logEntry(at: string, result: AttemptResult) {
+  return { at, status_code: result.statusCode, duration_ms: result.durationMs, body: result.body, error: result.error };
+}
+
 export interface Sending {
   rules: AddressRules;
   timeoutMs: number;
