@@ -30,11 +30,16 @@ const migrations = readdirSync(path.join(root, 'server/src/db/migrations'))
   .map((file) => file.replace(/\.ts$/, ''))
   .sort();
 
+interface Shrinkwrap {
+  packages: Record<string, { name?: string; version?: string; integrity?: string; dependencies?: Record<string, string> }>;
+}
+
 describe('the server package (npx @signalboard/server)', function () {
   this.timeout(300_000);
   let dir: string;
   let env: NodeJS.ProcessEnv;
   let service: ServiceProcess | undefined;
+  let shrinkwrap: Shrinkwrap;
 
   const cli = (args: string[]): Promise<Outcome> => runInstalledBin(dir, 'signalboard-server', args, { env, timeout: 90_000 });
 
@@ -45,8 +50,26 @@ describe('the server package (npx @signalboard/server)', function () {
     await run('npm', ['pack', '--pack-destination', dir], { cwd: path.join(root, 'server') });
     const installing = performance.now();
     const tarball = readdirSync(dir).find((f) => f.endsWith('.tgz'))!;
-    writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
-    await run('npm', ['install', '--no-audit', '--no-fund', `./${tarball}`], { cwd: dir });
+    await run('tar', ['-xzf', tarball, 'package/npm-shrinkwrap.json'], { cwd: dir });
+    shrinkwrap = JSON.parse(readFileSync(path.join(dir, 'package/npm-shrinkwrap.json'), 'utf8')) as Shrinkwrap;
+    // From a registry, npm installs a package's shrinkwrapped tree beneath it; from a local tarball it
+    // ignores the file. The consumer's lockfile places that tree where the registry install puts it.
+    const installed = `node_modules/${serverPackage.name}`;
+    const { '': own, ...tree } = shrinkwrap.packages;
+    const dependencies = { [serverPackage.name]: `file:${tarball}` };
+    const lock = {
+      name: 'consumer',
+      lockfileVersion: 3,
+      requires: true,
+      packages: {
+        '': { name: 'consumer', dependencies },
+        [installed]: { ...own, resolved: `file:${tarball}` },
+        ...Object.fromEntries(Object.entries(tree).map(([at, entry]) => [`${installed}/${at}`, entry])),
+      },
+    };
+    writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'consumer', private: true, dependencies }));
+    writeFileSync(path.join(dir, 'package-lock.json'), JSON.stringify(lock));
+    await run('npm', ['ci', '--no-audit', '--no-fund'], { cwd: dir });
     const seconds = (from: number, to: number) => `${((to - from) / 1000).toFixed(1)} s`;
     console.log(`      npm pack (with its build): ${seconds(packing, installing)}; npm install: ${seconds(installing, performance.now())}`);
   });
@@ -61,11 +84,13 @@ describe('the server package (npx @signalboard/server)', function () {
     const installed = path.join(dir, 'node_modules', serverPackage.name);
     const files = readdirSync(installed, { recursive: true, withFileTypes: true })
       .filter((entry) => entry.isFile())
-      .map((entry) => path.relative(installed, path.join(entry.parentPath, entry.name)).split(path.sep).join('/'));
+      .map((entry) => path.relative(installed, path.join(entry.parentPath, entry.name)).split(path.sep).join('/'))
+      // Its shrinkwrapped dependencies are installed beneath it.
+      .filter((f) => !f.startsWith('node_modules/'));
     expect(
       files.filter(
         (f) =>
-          !/^(package\.json|README\.md|LICENSE|dist\/server\/package\.json|dist\/spec\/generated\/openapi\.js(on)?|dist\/server\/src\/.+\.js|console\/dist\/.+)$/.test(
+          !/^(package\.json|npm-shrinkwrap\.json|README\.md|LICENSE|dist\/server\/package\.json|dist\/spec\/generated\/openapi\.js(on)?|dist\/server\/src\/.+\.js|console\/dist\/.+)$/.test(
             f,
           ),
       ),
@@ -88,7 +113,26 @@ describe('the server package (npx @signalboard/server)', function () {
     );
     expect(readFileSync(path.join(installed, 'LICENSE'), 'utf8')).to.equal(readFileSync(path.join(root, 'LICENSE'), 'utf8'));
     for (const tooling of ['typescript', 'tsx', 'mocha', '@signalboard/sdk', '@signalboard/tools']) {
-      expect(existsSync(path.join(dir, 'node_modules', tooling)), `${tooling} installed`).to.equal(false);
+      for (const modules of [path.join(dir, 'node_modules'), path.join(installed, 'node_modules')]) {
+        expect(existsSync(path.join(modules, tooling)), `${tooling} installed in ${modules}`).to.equal(false);
+      }
+    }
+  });
+
+  it('installs the dependency tree the repository was tested on, pinned by the npm-shrinkwrap.json it carries', () => {
+    const workspaceLock = JSON.parse(readFileSync(path.join(root, 'package-lock.json'), 'utf8')) as Shrinkwrap;
+    const { '': own, ...tree } = shrinkwrap.packages;
+    expect(own).to.include({ name: serverPackage.name, version: serverPackage.version });
+    const pinned = Object.entries(tree);
+    expect(pinned.map(([at]) => at)).to.include.members(
+      Object.keys(workspaceLock.packages.server!.dependencies!).map((name) => `node_modules/${name}`),
+    );
+    for (const [at, entry] of pinned) {
+      expect(entry, at).to.deep.include({ version: workspaceLock.packages[at]?.version, integrity: workspaceLock.packages[at]?.integrity });
+      const installed = JSON.parse(readFileSync(path.join(dir, 'node_modules', serverPackage.name, at, 'package.json'), 'utf8')) as {
+        version: string;
+      };
+      expect(installed.version, at).to.equal(entry.version);
     }
   });
 
