@@ -12,8 +12,9 @@
 import type { components } from '../../spec/generated/openapi.js';
 import { Requester, type RequestOptions } from './caller.js';
 import type { Body, Data, PathParam } from './contract.js';
+import { SignalboardError } from './errors.js';
 import * as generated from './generated/operations.js';
-import { clientHeaders, settingsOf, type SignalboardOptions } from './options.js';
+import { clientHeaders, settingsOf, type Settings, type SignalboardOptions } from './options.js';
 import { streamEvents, type StreamEventsOptions } from './stream.js';
 
 export interface InsightsResource extends generated.InsightsResource {
@@ -49,10 +50,13 @@ export interface EventsResource extends generated.EventsResource {
 export class Signalboard extends generated.Resources {
   declare readonly insights: InsightsResource;
   declare readonly events: EventsResource;
+  /** This client's options, checked: withToken makes another client from them. */
+  readonly #settings: Settings;
 
   constructor(options: SignalboardOptions) {
     const settings = settingsOf(options);
     super(new Requester(settings));
+    this.#settings = settings;
     const insights = this.insights;
     Object.assign(insights, {
       increment: (namespace, insightId, by = 1, callOptions) => insights.update(namespace, insightId, { increment: by }, callOptions),
@@ -67,5 +71,19 @@ export class Signalboard extends generated.Resources {
           headers: clientHeaders(settings), // the credential among them
         }),
     } satisfies Pick<EventsResource, 'stream'>);
+  }
+
+  /**
+   * A new client with this one's options (base URL, timeout, retries, headers, fetch) and `token`
+   * as its credential, e.g. the session token `auth.login` answered. This client keeps its own.
+   *
+   *   const { token } = await anonymous.auth.login({ login: 'ada', password });
+   *   const sb = anonymous.withToken(token);
+   */
+  withToken(token: string): Signalboard {
+    // An empty or missing token would make a client without a credential, silently.
+    if (typeof token !== 'string' || token === '')
+      throw new SignalboardError(`token must be a non-empty string, not ${JSON.stringify(token)}.`, { code: 'invalid_argument' });
+    return new Signalboard({ ...this.#settings, token });
   }
 }

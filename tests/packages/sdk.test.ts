@@ -171,6 +171,27 @@ describe('SDK: resource methods against the server', function () {
     expect(await sb.tokens.delete(minted.id)).to.equal(undefined);
   });
 
+  it('withToken: a new client with the same settings and the token a login answered, the first one unchanged', async () => {
+    const owner = await signUp();
+    const { fetch, exchanges } = recordingFetch();
+    const anonymous = new Signalboard({ baseUrl: baseUrl(), fetch, timeout: 5_000, headers: { 'X-Request-Id': 'with-token' } });
+    const token = secret((await anonymous.auth.login({ login: owner.username, password: owner.password })).token);
+    const sb = anonymous.withToken(token);
+    expect(sb).to.be.instanceOf(Signalboard).and.not.equal(anonymous);
+    expect(await sb.users.me()).to.include({ username: owner.username });
+    // The same fetch and headers: the recording fetch saw the call, with the client's header and the new credential.
+    expect(exchanges).to.have.length(2);
+    expect(exchanges[1]!.headers.get('Authorization')).to.equal(`Bearer ${token}`);
+    expect(exchanges[1]!.requestId).to.equal('with-token');
+    // The first client still has no credential.
+    expect(await failure(anonymous.users.me())).to.include({ status: 401, code: 'unauthenticated' });
+    expect(exchanges[2]!.headers.has('Authorization')).to.equal(false);
+    // A second withToken replaces the credential rather than adding one.
+    const other = await signUp();
+    expect(await sb.withToken(other.token).users.me()).to.include({ username: other.username });
+    for (const wrong of ['', undefined]) expect(() => anonymous.withToken(wrong as string)).to.throw(SignalboardError, /token must be/);
+  });
+
   it('throws a SignalboardApiError with the status, the envelope and the request id the server answered with', async () => {
     const { fetch, exchanges } = recordingFetch();
     const sb = new Signalboard({ baseUrl: baseUrl(), token: (await signUp()).token, fetch });
