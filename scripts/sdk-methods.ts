@@ -5,7 +5,9 @@
  *
  * Names: the resource is the operation's tag in camelCase (`Projects` → `projects`); the method is
  * the operationId less the tag's noun at its end, singular or plural (`createProject` → `create`,
- * `listActivity` → `list`), or the whole operationId when it does not end so (`login`). NAMES
+ * `listActivity` → `list`), or the whole operationId when it does not end so (`login`), and less a
+ * leading `get` when something follows it (`getHealth` → `health`: a method answers, so `get` adds
+ * nothing; `getProject` stays `get`). NAMES
  * overrides that rule where it reads poorly or two operations would share a name, and names the
  * operations the generator leaves out. Generation fails on an operation without an operationId or
  * a tag, on two operations with one name, on an override that names no operation, and on a shape
@@ -159,7 +161,9 @@ class Generation {
     if (!tag) throw new Error(`${where} (${operationId}) has no tag: the SDK cannot name its resource.`);
     const noun = [tag, tag.replace(/s$/, '')].find((n) => operationId.endsWith(n) && operationId.length > n.length);
     const name = noun ? operationId.slice(0, -noun.length) : operationId;
-    return `${resourceOf(tag)}.${name}`;
+    // A read names what it reads: `getHealth` is `meta.health`. A bare `get` (`getProject`) stays.
+    const read = /^get([A-Z])(.*)$/.exec(name);
+    return `${resourceOf(tag)}.${read ? read[1]!.toLowerCase() + read[2]! : name}`;
   }
 }
 

@@ -81,6 +81,14 @@ describe('SDK: resource methods against the server', function () {
     expect(methods.get('createProject')).to.equal('projects.create');
     expect(methods.get('publishEvents')).to.equal('events.publishBatch');
     expect(methods.get('streamEvents')).to.equal('events.stream');
+    // A leading `get` goes when something follows it; a bare one stays.
+    expect(['getRoot', 'getHealth', 'getReadiness', 'getOpenApi', 'getProject'].map((id) => methods.get(id))).to.deep.equal([
+      'meta.root',
+      'meta.health',
+      'meta.readiness',
+      'meta.openApi',
+      'projects.get',
+    ]);
   });
 
   it('generates a new route as a method, and refuses one it cannot name, two with one name, or an override of nothing', () => {
@@ -100,6 +108,9 @@ describe('SDK: resource methods against the server', function () {
     };
     expect(sdkOperationsSource(withRoute('/v1/widgets/{id}', operation('getWidget', ['Widgets'])))).to.include(
       "this.widgets = {\n      get: (id, options) =>\n        caller.call({ method: 'GET', path: '/v1/widgets/{id}' }, { path: { id } }, options),",
+    );
+    expect(sdkOperationsSource(withRoute('/v1/widgets/{id}/usage', operation('getUsage', ['Widgets'])))).to.include(
+      'this.widgets = {\n      usage: (id, options) =>',
     );
     expect(() => sdkOperationsSource(withRoute('/v1/widgets/{id}', operation('getWidgets')))).to.throw(/getWidgets\) has no tag/);
     expect(() => sdkOperationsSource(withRoute('/v1/widgets/{id}', operation('getProjects', ['Projects'])))).to.throw(
@@ -298,21 +309,21 @@ describe('SDK: retries, timeouts and errors', function () {
   it('repeats a GET answered 429 after the Retry-After it asked for', async () => {
     const s = await stand(refusal(429, 'rate_limited', { 'Retry-After': '1' }), success());
     const started = performance.now();
-    expect(await s.client().meta.getHealth()).to.deep.equal({ status: 'ok' });
+    expect(await s.client().meta.health()).to.deep.equal({ status: 'ok' });
     expect(s.received).to.have.length(2);
     expect(s.received[1]!.at - started).to.be.at.least(1000);
   });
 
   it('repeats a 503 with exponential backoff, at most maxRetries times, then throws it with its request id', async () => {
     const s = await stand(refusal(503, 'unavailable'), refusal(503, 'unavailable'), success());
-    expect(await s.client().meta.getHealth()).to.deep.equal({ status: 'ok' });
+    expect(await s.client().meta.health()).to.deep.equal({ status: 'ok' });
     expect(s.received).to.have.length(3);
     // Full jitter: a random wait up to 0.5 s, then up to 1 s.
     expect(s.received[1]!.at - s.received[0]!.at).to.be.below(600);
     expect(s.received[2]!.at - s.received[1]!.at).to.be.below(1100);
 
     const t = await stand(refusal(503, 'unavailable', { 'Retry-After': '1' }));
-    const error = await failure(t.client({ maxRetries: 1 }).meta.getHealth());
+    const error = await failure(t.client({ maxRetries: 1 }).meta.health());
     expect(error).to.be.instanceOf(SignalboardApiError);
     expect(error).to.include({
       status: 503,
@@ -322,13 +333,13 @@ describe('SDK: retries, timeouts and errors', function () {
       retryAfter: 1,
     });
     expect(t.received).to.have.length(2);
-    await failure(t.client().meta.getHealth({ maxRetries: 0 }));
+    await failure(t.client().meta.health({ maxRetries: 0 }));
     expect(t.received).to.have.length(3);
   });
 
   it('does not wait for a Retry-After over 60 s: throws at once with retryAfter', async () => {
     const s = await stand(refusal(429, 'rate_limited', { 'Retry-After': '120' }));
-    expect(await failure(s.client().meta.getHealth())).to.include({ status: 429, code: 'rate_limited', retryAfter: 120 });
+    expect(await failure(s.client().meta.health())).to.include({ status: 429, code: 'rate_limited', retryAfter: 120 });
     expect(s.received).to.have.length(1);
   });
 
@@ -377,11 +388,11 @@ describe('SDK: retries, timeouts and errors', function () {
   it('times out an attempt that gets no whole answer, per client or per call, and repeats it when safe', async () => {
     const s = await stand(silent);
     const started = performance.now();
-    const error = await failure(s.client({ timeout: 200, maxRetries: 0 }).meta.getHealth());
+    const error = await failure(s.client({ timeout: 200, maxRetries: 0 }).meta.health());
     expect(error).to.be.instanceOf(SignalboardTimeoutError).and.instanceOf(SignalboardConnectionError);
     expect(error).to.include({ status: 0, code: 'timeout' });
     expect(performance.now() - started).to.be.within(190, 1000);
-    await failure(s.client({ maxRetries: 1 }).meta.getHealth({ timeout: 100 }));
+    await failure(s.client({ maxRetries: 1 }).meta.health({ timeout: 100 }));
     expect(s.received).to.have.length(3);
 
     // A head without its body is no whole answer either.
@@ -390,7 +401,7 @@ describe('SDK: retries, timeouts and errors', function () {
       response.write('{"success":true,');
     };
     const t = await stand(stalled);
-    expect(await failure(t.client({ timeout: 300, maxRetries: 0 }).meta.getHealth())).to.include({ code: 'timeout' });
+    expect(await failure(t.client({ timeout: 300, maxRetries: 0 }).meta.health())).to.include({ code: 'timeout' });
   });
 
   it('ends a call at once when its signal aborts, waits between attempts included', async () => {
@@ -398,7 +409,7 @@ describe('SDK: retries, timeouts and errors', function () {
     const controller = new AbortController();
     setTimeout(() => controller.abort(new Error('enough')), 200);
     const started = performance.now();
-    const error = await failure(s.client().meta.getHealth({ signal: controller.signal }));
+    const error = await failure(s.client().meta.health({ signal: controller.signal }));
     expect(performance.now() - started).to.be.below(1000);
     expect(error).to.be.instanceOf(SignalboardAbortError);
     expect(error).to.include({ status: 0, code: 'aborted' });

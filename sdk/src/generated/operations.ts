@@ -21,7 +21,7 @@ export interface MetaResource {
    *
    * `GET /healthz`
    */
-  getHealth(options?: RequestOptions): Promise<Data<'getHealth'>>;
+  health(options?: RequestOptions): Promise<Data<'getHealth'>>;
 
   /**
    * Readiness.
@@ -30,7 +30,7 @@ export interface MetaResource {
    *
    * `GET /readyz`
    */
-  getReadiness(options?: RequestOptions): Promise<Data<'getReadiness'>>;
+  readiness(options?: RequestOptions): Promise<Data<'getReadiness'>>;
 
   /**
    * Greeting.
@@ -40,7 +40,7 @@ export interface MetaResource {
    *
    * `GET /v1`
    */
-  getRoot(options?: RequestOptions): Promise<Data<'getRoot'>>;
+  root(options?: RequestOptions): Promise<Data<'getRoot'>>;
 
   /**
    * This contract (OpenAPI).
@@ -49,7 +49,7 @@ export interface MetaResource {
    *
    * `GET /v1/openapi.json`
    */
-  getOpenApi(options?: RequestOptions): Promise<Data<'getOpenApi'>>;
+  openApi(options?: RequestOptions): Promise<Data<'getOpenApi'>>;
 }
 
 export interface AuthResource {
@@ -799,13 +799,13 @@ export class Resources {
 
   protected constructor(caller: Caller) {
     this.meta = {
-      getHealth: (options) =>
+      health: (options) =>
         caller.call({ method: 'GET', path: '/healthz' }, {}, options),
-      getReadiness: (options) =>
+      readiness: (options) =>
         caller.call({ method: 'GET', path: '/readyz' }, {}, options),
-      getRoot: (options) =>
+      root: (options) =>
         caller.call({ method: 'GET', path: '/v1' }, {}, options),
-      getOpenApi: (options) =>
+      openApi: (options) =>
         caller.call({ method: 'GET', path: '/v1/openapi.json', envelope: false }, {}, options),
     };
     this.auth = {
