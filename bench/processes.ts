@@ -96,7 +96,7 @@ export async function startChild(options: {
 /** `npm run build` (tsc → dist/) in the service's checkout, as `npm start` does first; returns its duration in ms. */
 export function buildService(): number {
   const started = performance.now();
-  execFileSync(process.execPath, [path.join(serviceRoot, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
+  execFileSync(process.execPath, [path.join(serviceRoot, 'node_modules/typescript/bin/tsc'), '-b', 'tsconfig.build.json'], {
     cwd: serviceRoot,
     stdio: 'inherit',
   });

@@ -140,7 +140,7 @@ describe('the embedded database (no DATABASE_URL)', function () {
 
   before(async () => {
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'signalboard-embedded-'));
-    const build = await run('node_modules/typescript/bin/tsc', ['-p', 'tsconfig.build.json'], dataDir);
+    const build = await run('node_modules/typescript/bin/tsc', ['-b', 'tsconfig.build.json'], dataDir);
     expect(build.status, build.stdout + build.stderr).to.equal(0);
   });
   after(async () => {

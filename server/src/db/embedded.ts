@@ -6,7 +6,10 @@
  */
 import { access, statfs } from 'node:fs/promises';
 import path from 'node:path';
+import { once } from 'node:events';
+import { createRequire } from 'node:module';
 import { Duplex } from 'node:stream';
+import { Worker } from 'node:worker_threads';
 import type { PGlite } from '@electric-sql/pglite';
 import type { Options } from '@mikro-orm/postgresql';
 import type { Logger } from '../logger.js';
@@ -61,10 +64,14 @@ export async function openEmbedded(dataDir: string, logger: Logger): Promise<Emb
           `${dataDir} has ${mib(free)} MiB: free some space on its disk, or set DATA_DIR to a folder on a larger one`,
       );
     }
+    const dir = embeddedDatabaseDir(dataDir);
     // Loaded only here: a start on PostgreSQL never pays for PGlite's modules.
     const { PGlite } = await import('@electric-sql/pglite');
-    const pglite = await PGlite.create(embeddedDatabaseDir(dataDir)).catch(async (err: Error) => {
-      throw new Error(`PGlite could not open ${embeddedDatabaseDir(dataDir)} (${mib(await freeBytes(dataDir))} MiB free): ${err.message}`, {
+    const pglite = await (async () => {
+      if (!(await hasEmbeddedDatabase(dataDir))) await createCluster(dir);
+      return PGlite.create(dir);
+    })().catch(async (err: Error) => {
+      throw new Error(`PGlite could not open ${dir} (${mib(await freeBytes(dataDir))} MiB free): ${err.message}`, {
         cause: err,
       });
     });
@@ -89,6 +96,25 @@ export async function openEmbedded(dataDir: string, logger: Logger): Promise<Emb
     await release();
     throw err;
   }
+}
+
+/**
+ * Makes a new database in `dir` in a worker thread that ends when it is made. PGlite's initdb grows
+ * WebAssembly memories of about 500 MiB that the process would hold until a full garbage collection
+ * that may never come (the heap stays small); a worker's memory goes when it ends. Opening the new
+ * database again then costs under half a second, and a first start rests near the memory of later
+ * ones. The worker is evaluated code, whose `require` would resolve from the working folder: it is
+ * handed PGlite's module resolved from here.
+ */
+async function createCluster(dir: string): Promise<void> {
+  const worker = new Worker(
+    `const { workerData } = require('node:worker_threads');
+     const { PGlite } = require(workerData.pglite);
+     PGlite.create(workerData.dir).then((db) => db.close());`,
+    { eval: true, workerData: { pglite: createRequire(import.meta.url).resolve('@electric-sql/pglite'), dir } },
+  );
+  const [code] = (await once(worker, 'exit')) as [number];
+  if (code !== 0) throw new Error(`creating the database ended with exit code ${code}`);
 }
 
 async function freeBytes(dir: string): Promise<number> {

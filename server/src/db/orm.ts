@@ -246,8 +246,9 @@ export async function openDatabase(config: Config, logger: Logger, opts: { migra
       description = `embedded PGlite (PostgreSQL ${await serverVersion(orm)}) in ${config.dataDir}`;
     }
     if (opts.migrate ?? true) {
+      const migrating = Date.now();
       const applied = await applyMigrations({ orm, kind });
-      if (applied.length > 0) logger.info({ migrations: applied }, 'migrations applied');
+      if (applied.length > 0) logger.info({ migrations: applied, ms: Date.now() - migrating }, 'migrations applied');
     }
     logger.info({ kind, description, ms: Date.now() - started }, 'database ready');
     return { orm, kind, description, close, failed };
