@@ -1,9 +1,13 @@
 /**
  * The contract's generators: TypeSpec → OpenAPI 3.0 (`spec/generated/openapi.json`) → the contract's TypeScript types
  * (`spec/generated/openapi.ts`, imported by both the server and the SDK) and the SDK's resource methods
- * (`sdk/src/generated/operations.ts`, see sdk-methods.ts), with the SDK's version (`sdk/src/generated/version.ts`, from
- * sdk/package.json). All outputs are committed; `--check` regenerates into a temporary folder and fails when the committed files
+ * (`sdk/src/generated/operations.ts`, see sdk-methods.ts), with the SDK's version (`sdk/src/generated/version.ts`).
+ * All outputs are committed; `--check` regenerates into a temporary folder and fails when the committed files
  * differ, so a stale contract never lands.
+ *
+ * One version for the API and every package, set in one place: the contract's `@info` in spec/main.tsp. It is written
+ * into the `version` of the root package.json, of the three packages' (sdk, tools, server) and of their lockfile
+ * entries; `--check` fails when one of them says another.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
@@ -51,8 +55,39 @@ async function generate(files: Outputs): Promise<void> {
   writeFileSync(files.types, banner + astToString(ast));
   mkdirSync(path.dirname(files.sdkOperations), { recursive: true });
   writeFileSync(files.sdkOperations, sdkOperationsSource(document as OpenApiDocument));
-  const sdkPackage = JSON.parse(readFileSync(path.join(root, 'sdk/package.json'), 'utf8')) as { version: string };
-  writeFileSync(files.sdkVersion, sdkVersionSource(sdkPackage.version));
+  writeFileSync(files.sdkVersion, sdkVersionSource(contractVersion(files.openapi)));
+}
+
+const contractVersion = (openapi: string): string =>
+  (JSON.parse(readFileSync(openapi, 'utf8')) as { info: { version: string } }).info.version;
+
+/** The files that carry the version, and where in each: the root package and the workspaces, in package-lock.json too. */
+const versioned: { file: string; places: (json: Record<string, unknown>) => { version?: unknown }[] }[] = [
+  ...['package.json', 'sdk/package.json', 'tools/package.json', 'server/package.json'].map((file) => ({
+    file,
+    places: (json: Record<string, unknown>) => [json],
+  })),
+  {
+    file: 'package-lock.json',
+    places: (json) => {
+      const packages = json.packages as Record<string, { version?: unknown }>;
+      return [json, ...['', 'sdk', 'tools', 'server'].map((at) => packages[at]!)];
+    },
+  },
+];
+
+/** Sets `version` wherever `versioned` says (when `write`); answers the files that said another. */
+function syncVersions(version: string, write: boolean): string[] {
+  const stale: string[] = [];
+  for (const { file, places } of versioned) {
+    const json = JSON.parse(readFileSync(path.join(root, file), 'utf8')) as Record<string, unknown>;
+    const targets = places(json);
+    if (targets.every((place) => place.version === version)) continue;
+    stale.push(file);
+    for (const place of targets) place.version = version;
+    if (write) writeFileSync(path.join(root, file), `${JSON.stringify(json, null, 2)}\n`);
+  }
+  return stale;
 }
 
 if (check) {
@@ -60,13 +95,14 @@ if (check) {
   try {
     const fresh = Object.fromEntries(Object.entries(outputs).map(([key, file]) => [key, path.join(tmp, path.basename(file))])) as Outputs;
     await generate(fresh);
-    const stale = (Object.keys(outputs) as (keyof Outputs)[]).filter(
-      (key) => !existsSync(outputs[key]) || readFileSync(outputs[key], 'utf8') !== readFileSync(fresh[key], 'utf8'),
-    );
+    const stale = [
+      ...(Object.keys(outputs) as (keyof Outputs)[])
+        .filter((key) => !existsSync(outputs[key]) || readFileSync(outputs[key], 'utf8') !== readFileSync(fresh[key], 'utf8'))
+        .map((key) => path.relative(root, outputs[key])),
+      ...syncVersions(contractVersion(fresh.openapi), false),
+    ];
     if (stale.length > 0) {
-      console.error(
-        `Generated files are stale: ${stale.map((k) => path.relative(root, outputs[k])).join(', ')}. Run \`npm run generate\` and commit.`,
-      );
+      console.error(`Generated files are stale: ${stale.join(', ')}. Run \`npm run generate\` and commit.`);
       process.exit(1);
     }
     console.log('Generated files are up to date with spec/.');
@@ -75,9 +111,11 @@ if (check) {
   }
 } else {
   await generate(outputs);
+  const version = contractVersion(outputs.openapi);
+  const restamped = syncVersions(version, true);
   console.log(
     `Wrote ${Object.values(outputs)
       .map((file) => path.relative(root, file))
-      .join(', ')}.`,
+      .join(', ')}; version ${version}${restamped.length ? `, now also in ${restamped.join(', ')}` : ''}.`,
   );
 }
