@@ -25,6 +25,7 @@
 interface Schema {
   $ref?: string;
   type?: string;
+  enum?: unknown[];
   properties?: Record<string, Schema>;
   allOf?: Schema[];
 }
@@ -33,6 +34,7 @@ interface Parameter {
   name: string;
   in: 'path' | 'query' | 'header' | 'cookie';
   required?: boolean;
+  schema?: Schema;
 }
 interface Operation {
   operationId?: string;
@@ -92,8 +94,8 @@ interface Method {
   httpMethod: string;
   path: string;
   doc: string[];
-  /** [name in the path, argument name] in path order. */
-  pathParams: [string, string][];
+  /** In path order: the name in the path, the argument's name, and its TypeScript type read from the parameter's schema. */
+  pathParams: { param: string; arg: string; type: string }[];
   input: { kind: 'body' | 'query'; required: boolean } | undefined;
   list: boolean;
   envelope: boolean;
@@ -130,9 +132,11 @@ class Generation {
     if (!IDENTIFIER.test(resource) || !IDENTIFIER.test(name)) throw new Error(`${where}: '${naming}' is not a resource.method name.`);
 
     const parameters = (operation.parameters ?? []).map((p) => this.resolve(p, 'parameters'));
-    const pathParams = [...path.matchAll(/\{([^}]+)\}/g)].map(([, param]): [string, string] => {
-      if (!parameters.some((p) => p.in === 'path' && p.name === param)) throw new Error(`${where}: {${param}} is not a parameter.`);
-      return [param!, param!.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase())];
+    const pathParams = [...path.matchAll(/\{([^}]+)\}/g)].map(([, param]) => {
+      const parameter = parameters.find((p) => p.in === 'path' && p.name === param);
+      if (!parameter) throw new Error(`${where}: {${param}} is not a parameter.`);
+      const arg = param!.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
+      return { param: param!, arg, type: this.pathType(parameter.schema, `${where} {${param}}`) };
     });
     const query = parameters.filter((p) => p.in === 'query');
     const success = Object.keys(operation.responses).filter((status) => /^2\d\d$/.test(status));
@@ -155,6 +159,17 @@ class Generation {
     const idempotencyKey = parameters.some((p) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key');
     const doc = [operation.summary ? `${operation.summary}.` : '', operation.description ?? '', `\`${where}\``].filter(Boolean);
     return { operationId, resource, name, httpMethod, path, doc, pathParams, input, list, envelope, idempotencyKey };
+  }
+
+  /**
+   * A path parameter's type as plain TypeScript (`string`, or a union of its values), so that an
+   * editor shows it as such; the generated file holds each to the contract's type (PathParamTypes).
+   * A path segment is text: a schema of another type has no place in a path the SDK fills.
+   */
+  private pathType(schema: Schema | undefined, where: string): string {
+    const resolved = schema && this.resolve(schema, 'schemas');
+    if (resolved?.type !== 'string') throw new Error(`${where}: the SDK fills path parameters with strings, not ${resolved?.type}.`);
+    return resolved.enum ? resolved.enum.map((value) => JSON.stringify(value)).join(' | ') : 'string';
   }
 
   private ruleName(operationId: string, tag: string | undefined, where: string): Naming {
@@ -206,8 +221,8 @@ function comment(lines: string[], indent: string): string {
 
 function signature(m: Method): { params: string[]; args: string[]; returns: string } {
   const id = `'${m.operationId}'`;
-  const params = m.pathParams.map(([param, arg]) => `${arg}: PathParam<${id}, '${param}'>`);
-  const args = m.pathParams.map(([, arg]) => arg);
+  const params = m.pathParams.map(({ arg, type }) => `${arg}: ${type}`);
+  const args = m.pathParams.map(({ arg }) => arg);
   if (m.input) {
     params.push(`${m.input.kind}${m.input.required ? '' : '?'}: ${m.input.kind === 'body' ? 'Body' : 'Query'}<${id}>`);
     args.push(m.input.kind);
@@ -227,7 +242,7 @@ function implementation(m: Method): string {
   ];
   const input = [
     ...(m.pathParams.length > 0
-      ? [`path: { ${m.pathParams.map(([param, arg]) => (param === arg ? param : `${param}: ${arg}`)).join(', ')} }`]
+      ? [`path: { ${m.pathParams.map(({ param, arg }) => (param === arg ? param : `${param}: ${arg}`)).join(', ')} }`]
       : []),
     ...(m.input ? [m.input.kind] : []),
   ];
@@ -268,6 +283,9 @@ export function sdkOperationsSource(document: OpenApiDocument): string {
   const assignments = [...resources].map(
     ([resource, methods]) => `    this.${resource} = {\n${methods.map(implementation).join('\n')}\n    };`,
   );
+  const pathTypes = [...resources.values()]
+    .flat()
+    .flatMap((m) => m.pathParams.map(({ param, type }) => `  Expect<Equal<${type}, PathParam<'${m.operationId}', '${param}'>>>,`));
   const apart = Object.entries(NAMES).flatMap(([id, naming]) =>
     typeof naming === 'string'
       ? []
@@ -280,7 +298,7 @@ export function sdkOperationsSource(document: OpenApiDocument): string {
     ...apart,
     '',
     "import type { Caller, RequestOptions } from '../caller.js';",
-    "import type { Body, Data, PathParam, Query } from '../contract.js';",
+    "import type { Body, Data, Equal, Expect, PathParam, Query } from '../contract.js';",
     "import type { Paginated } from '../pagination.js';",
     '',
     ...interfaces.flatMap((text) => [text, '']),
@@ -292,6 +310,14 @@ export function sdkOperationsSource(document: OpenApiDocument): string {
     ...assignments,
     '  }',
     '}',
+    '',
+    '/**',
+    " * The path parameters' plain types above, each held to the contract's (spec/generated/openapi.ts):",
+    ' * a type that drifts from it fails to compile on its line here.',
+    ' */',
+    'export type PathParamTypes = [',
+    ...pathTypes,
+    '];',
     '',
   ].join('\n');
 }

@@ -11,7 +11,7 @@
  */
 import type { components } from '../../spec/generated/openapi.js';
 import { Requester, type RequestOptions } from './caller.js';
-import type { Body, Data, PathParam } from './contract.js';
+import type { Body, Data, Equal, Expect, PathParam } from './contract.js';
 import { SignalboardError } from './errors.js';
 import * as generated from './generated/operations.js';
 import { clientHeaders, settingsOf, type Settings, type SignalboardOptions } from './options.js';
@@ -23,8 +23,8 @@ export interface InsightsResource extends generated.InsightsResource {
    * The same call as `update(namespace, insightId, { increment: by })`, answering the Insight.
    */
   increment(
-    namespace: PathParam<'updateInsight', 'namespace'>,
-    insightId: PathParam<'updateInsight', 'insight_id'>,
+    namespace: string,
+    insightId: string,
     by?: NonNullable<Body<'updateInsight'>['increment']>,
     options?: RequestOptions,
   ): Promise<Data<'updateInsight'>>;
@@ -41,11 +41,14 @@ export interface EventsResource extends generated.EventsResource {
    *
    * `GET /v1/projects/{namespace}/events/stream`
    */
-  stream(
-    namespace: PathParam<'streamEvents', 'namespace'>,
-    options?: StreamOptions,
-  ): AsyncGenerator<components['schemas']['Event'], void, undefined>;
+  stream(namespace: string, options?: StreamOptions): AsyncGenerator<components['schemas']['Event'], void, undefined>;
 }
+
+/**
+ * The hand-written methods' path parameters are plain types too, held to the contract's as the
+ * generated ones are (PathParamTypes); `increment`'s are `update`'s, whose call checks them.
+ */
+export type HandWrittenPathTypes = [Expect<Equal<string, PathParam<'streamEvents', 'namespace'>>>];
 
 export class Signalboard extends generated.Resources {
   declare readonly insights: InsightsResource;

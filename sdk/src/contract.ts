@@ -8,6 +8,12 @@ export type OperationId = keyof operations;
 
 type Parameters<O extends OperationId> = operations[O]['parameters'];
 
+/** True when `A` and `B` are the same type, neither wider nor narrower; false otherwise. */
+export type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+
+/** Compiles only when `T` is true: `Expect<Equal<A, B>>` fails to compile where A and B differ. */
+export type Expect<T extends true> = T;
+
 /** The type of path parameter `K` of operation `O`. */
 export type PathParam<O extends OperationId, K extends string> =
   Parameters<O> extends { path: infer P } ? (K extends keyof P ? P[K] : never) : never;

@@ -8,7 +8,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { expect } from 'chai';
+import ts from 'typescript';
 import {
   createRawClient,
   Signalboard,
@@ -47,6 +49,39 @@ function recordingFetch(): { fetch: typeof fetch; exchanges: Exchange[] } {
       return response;
     },
   };
+}
+
+/** The last program compileErrors made: the next reuses its unchanged files (the contract's types are most of the time). */
+let lastProgram: ts.Program | undefined;
+
+/**
+ * Type-checks sdk/src/generated/operations.ts as if it held `source` (in memory: the file on disk is
+ * untouched), with the SDK's compiler options, and answers each error's line of source.
+ */
+function compileErrors(source: string): string[] {
+  const file = path.resolve('sdk/src/generated/operations.ts');
+  const config = ts.getParsedCommandLineOfConfigFile(
+    path.resolve('sdk/tsconfig.json'),
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
+        throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));
+      },
+    },
+  )!;
+  const host = ts.createCompilerHost(config.options);
+  const read = host.getSourceFile.bind(host);
+  host.getSourceFile = (name, version, ...rest) =>
+    path.resolve(name) === file ? ts.createSourceFile(name, source, version) : read(name, version, ...rest);
+  const program = ts.createProgram([file], { ...config.options, noEmit: true }, host, lastProgram);
+  lastProgram = program;
+  const lines = source.split('\n');
+  return ts.getPreEmitDiagnostics(program).map((d) => {
+    if (!d.file || path.resolve(d.file.fileName) !== file)
+      return `${d.file?.fileName ?? 'options'}: ${ts.flattenDiagnosticMessageText(d.messageText, ' ')}`;
+    return lines[d.file.getLineAndCharacterOfPosition(d.start!).line]!.trim();
+  });
 }
 
 async function failure(promise: Promise<unknown>): Promise<SignalboardError> {
@@ -119,6 +154,28 @@ describe('SDK: resource methods against the server', function () {
     const withoutWebhook = contract();
     delete withoutWebhook.paths['/v1/billing/webhook'];
     expect(() => sdkOperationsSource(withoutWebhook)).to.throw(/names operations the contract lacks: stripeWebhook/);
+  });
+
+  it('declares path parameters as plain types, each held to the contract: one that drifts fails to compile', function () {
+    this.timeout(60_000);
+    const contract = () => JSON.parse(readFileSync('spec/generated/openapi.json', 'utf8')) as OpenApiDocument;
+    const source = sdkOperationsSource(contract());
+    expect(source).to.include("publish(namespace: string, feed: string, body: Body<'publishEvent'>, options?: RequestOptions)");
+    expect(source.split('export class Resources')[0]).not.to.match(/^ {2}\w+\(.*PathParam</m);
+    expect(source).to.include("Expect<Equal<string, PathParam<'publishEvent', 'feed'>>>,");
+    expect(compileErrors(source)).to.deep.equal([]);
+    // The document says getProject's namespace is one value, the contract's types (openapi.ts) still say string.
+    const drifted = contract();
+    const getProject = drifted.paths['/v1/projects/{namespace}']!.get as { parameters: unknown[] };
+    getProject.parameters[0] = { name: 'namespace', in: 'path', required: true, schema: { type: 'string', enum: ['acme'] } };
+    const driftedSource = sdkOperationsSource(drifted);
+    expect(driftedSource).to.include('get(namespace: "acme", options?: RequestOptions)');
+    expect(compileErrors(driftedSource)).to.deep.equal([`Expect<Equal<"acme", PathParam<'getProject', 'namespace'>>>,`]);
+    // A path parameter that is no string has no place in a path the SDK fills: generation refuses it.
+    getProject.parameters[0] = { name: 'namespace', in: 'path', required: true, schema: { type: 'integer' } };
+    expect(() => sdkOperationsSource(drifted)).to.throw(
+      /GET \/v1\/projects\/\{namespace\} \{namespace\}: the SDK fills path parameters with strings/,
+    );
   });
 
   it('creates, reads and changes a project, pages through insights, increments one, and deletes one', async () => {

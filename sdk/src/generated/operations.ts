@@ -9,7 +9,7 @@
 // - logsnagIdentify: LogSnag compatibility, for LogSnag's clients (the SDK identifies end users on their native route).
 
 import type { Caller, RequestOptions } from '../caller.js';
-import type { Body, Data, PathParam, Query } from '../contract.js';
+import type { Body, Data, Equal, Expect, PathParam, Query } from '../contract.js';
 import type { Paginated } from '../pagination.js';
 
 export interface MetaResource {
@@ -171,7 +171,7 @@ export interface SessionsResource {
    *
    * `DELETE /v1/auth/sessions/{id}`
    */
-  delete(id: PathParam<'deleteSession', 'id'>, options?: RequestOptions): Promise<Data<'deleteSession'>>;
+  delete(id: string, options?: RequestOptions): Promise<Data<'deleteSession'>>;
 }
 
 export interface TokensResource {
@@ -216,7 +216,7 @@ export interface TokensResource {
    *
    * `DELETE /v1/auth/tokens/{id}`
    */
-  delete(id: PathParam<'deleteApiToken', 'id'>, options?: RequestOptions): Promise<Data<'deleteApiToken'>>;
+  delete(id: string, options?: RequestOptions): Promise<Data<'deleteApiToken'>>;
 }
 
 export interface ProjectsResource {
@@ -248,7 +248,7 @@ export interface ProjectsResource {
    *
    * `GET /v1/projects/{namespace}`
    */
-  get(namespace: PathParam<'getProject', 'namespace'>, options?: RequestOptions): Promise<Data<'getProject'>>;
+  get(namespace: string, options?: RequestOptions): Promise<Data<'getProject'>>;
 
   /**
    * Update a project.
@@ -258,7 +258,7 @@ export interface ProjectsResource {
    *
    * `PATCH /v1/projects/{namespace}`
    */
-  update(namespace: PathParam<'updateProject', 'namespace'>, body: Body<'updateProject'>, options?: RequestOptions): Promise<Data<'updateProject'>>;
+  update(namespace: string, body: Body<'updateProject'>, options?: RequestOptions): Promise<Data<'updateProject'>>;
 
   /**
    * Delete a project.
@@ -269,7 +269,7 @@ export interface ProjectsResource {
    *
    * `DELETE /v1/projects/{namespace}`
    */
-  delete(namespace: PathParam<'deleteProject', 'namespace'>, options?: RequestOptions): Promise<Data<'deleteProject'>>;
+  delete(namespace: string, options?: RequestOptions): Promise<Data<'deleteProject'>>;
 
   /**
    * Transfer ownership.
@@ -285,7 +285,7 @@ export interface ProjectsResource {
    *
    * `PUT /v1/projects/{namespace}/owner`
    */
-  transferOwnership(namespace: PathParam<'transferOwnership', 'namespace'>, body: Body<'transferOwnership'>, options?: RequestOptions): Promise<Data<'transferOwnership'>>;
+  transferOwnership(namespace: string, body: Body<'transferOwnership'>, options?: RequestOptions): Promise<Data<'transferOwnership'>>;
 }
 
 export interface ActivityResource {
@@ -296,7 +296,7 @@ export interface ActivityResource {
    *
    * `GET /v1/projects/{namespace}/activity`
    */
-  list(namespace: PathParam<'listActivity', 'namespace'>, query?: Query<'listActivity'>, options?: RequestOptions): Paginated<Data<'listActivity'>>;
+  list(namespace: string, query?: Query<'listActivity'>, options?: RequestOptions): Paginated<Data<'listActivity'>>;
 }
 
 export interface BillingResource {
@@ -319,7 +319,7 @@ export interface BillingResource {
    *
    * `POST /v1/projects/{namespace}/billing/checkout`
    */
-  checkout(namespace: PathParam<'createCheckoutSession', 'namespace'>, body: Body<'createCheckoutSession'>, options?: RequestOptions): Promise<Data<'createCheckoutSession'>>;
+  checkout(namespace: string, body: Body<'createCheckoutSession'>, options?: RequestOptions): Promise<Data<'createCheckoutSession'>>;
 
   /**
    * Open the billing portal.
@@ -335,7 +335,7 @@ export interface BillingResource {
    *
    * `POST /v1/projects/{namespace}/billing/portal`
    */
-  portal(namespace: PathParam<'createPortalSession', 'namespace'>, options?: RequestOptions): Promise<Data<'createPortalSession'>>;
+  portal(namespace: string, options?: RequestOptions): Promise<Data<'createPortalSession'>>;
 }
 
 export interface EventsResource {
@@ -353,7 +353,7 @@ export interface EventsResource {
    *
    * `POST /v1/projects/{namespace}/events`
    */
-  publishBatch(namespace: PathParam<'publishEvents', 'namespace'>, body: Body<'publishEvents'>, options?: RequestOptions): Promise<Data<'publishEvents'>>;
+  publishBatch(namespace: string, body: Body<'publishEvents'>, options?: RequestOptions): Promise<Data<'publishEvents'>>;
 
   /**
    * List events.
@@ -364,7 +364,7 @@ export interface EventsResource {
    *
    * `GET /v1/projects/{namespace}/events`
    */
-  list(namespace: PathParam<'listEvents', 'namespace'>, query?: Query<'listEvents'>, options?: RequestOptions): Paginated<Data<'listEvents'>>;
+  list(namespace: string, query?: Query<'listEvents'>, options?: RequestOptions): Paginated<Data<'listEvents'>>;
 
   /**
    * Count events over time.
@@ -384,7 +384,7 @@ export interface EventsResource {
    *
    * `GET /v1/projects/{namespace}/events/counts`
    */
-  counts(namespace: PathParam<'countEvents', 'namespace'>, query?: Query<'countEvents'>, options?: RequestOptions): Promise<Data<'countEvents'>>;
+  counts(namespace: string, query?: Query<'countEvents'>, options?: RequestOptions): Promise<Data<'countEvents'>>;
 
   /**
    * Publish an event.
@@ -393,7 +393,7 @@ export interface EventsResource {
    *
    * `POST /v1/projects/{namespace}/feeds/{feed}/events`
    */
-  publish(namespace: PathParam<'publishEvent', 'namespace'>, feed: PathParam<'publishEvent', 'feed'>, body: Body<'publishEvent'>, options?: RequestOptions): Promise<Data<'publishEvent'>>;
+  publish(namespace: string, feed: string, body: Body<'publishEvent'>, options?: RequestOptions): Promise<Data<'publishEvent'>>;
 }
 
 export interface FeedsResource {
@@ -404,7 +404,7 @@ export interface FeedsResource {
    *
    * `GET /v1/projects/{namespace}/feeds`
    */
-  list(namespace: PathParam<'listFeeds', 'namespace'>, query?: Query<'listFeeds'>, options?: RequestOptions): Paginated<Data<'listFeeds'>>;
+  list(namespace: string, query?: Query<'listFeeds'>, options?: RequestOptions): Paginated<Data<'listFeeds'>>;
 
   /**
    * Create a feed.
@@ -414,7 +414,7 @@ export interface FeedsResource {
    *
    * `POST /v1/projects/{namespace}/feeds`
    */
-  create(namespace: PathParam<'createFeed', 'namespace'>, body: Body<'createFeed'>, options?: RequestOptions): Promise<Data<'createFeed'>>;
+  create(namespace: string, body: Body<'createFeed'>, options?: RequestOptions): Promise<Data<'createFeed'>>;
 
   /**
    * Update a feed.
@@ -423,7 +423,7 @@ export interface FeedsResource {
    *
    * `PATCH /v1/projects/{namespace}/feeds/{feed}`
    */
-  update(namespace: PathParam<'updateFeed', 'namespace'>, feed: PathParam<'updateFeed', 'feed'>, body: Body<'updateFeed'>, options?: RequestOptions): Promise<Data<'updateFeed'>>;
+  update(namespace: string, feed: string, body: Body<'updateFeed'>, options?: RequestOptions): Promise<Data<'updateFeed'>>;
 
   /**
    * Delete a feed.
@@ -432,7 +432,7 @@ export interface FeedsResource {
    *
    * `DELETE /v1/projects/{namespace}/feeds/{feed}`
    */
-  delete(namespace: PathParam<'deleteFeed', 'namespace'>, feed: PathParam<'deleteFeed', 'feed'>, options?: RequestOptions): Promise<Data<'deleteFeed'>>;
+  delete(namespace: string, feed: string, options?: RequestOptions): Promise<Data<'deleteFeed'>>;
 }
 
 export interface InsightsResource {
@@ -445,7 +445,7 @@ export interface InsightsResource {
    *
    * `POST /v1/projects/{namespace}/insights`
    */
-  create(namespace: PathParam<'createInsight', 'namespace'>, body: Body<'createInsight'>, options?: RequestOptions): Promise<Data<'createInsight'>>;
+  create(namespace: string, body: Body<'createInsight'>, options?: RequestOptions): Promise<Data<'createInsight'>>;
 
   /**
    * List insights.
@@ -454,7 +454,7 @@ export interface InsightsResource {
    *
    * `GET /v1/projects/{namespace}/insights`
    */
-  list(namespace: PathParam<'listInsights', 'namespace'>, query?: Query<'listInsights'>, options?: RequestOptions): Paginated<Data<'listInsights'>>;
+  list(namespace: string, query?: Query<'listInsights'>, options?: RequestOptions): Paginated<Data<'listInsights'>>;
 
   /**
    * Update or increment an insight.
@@ -463,7 +463,7 @@ export interface InsightsResource {
    *
    * `PATCH /v1/projects/{namespace}/insights/{insight_id}`
    */
-  update(namespace: PathParam<'updateInsight', 'namespace'>, insightId: PathParam<'updateInsight', 'insight_id'>, body: Body<'updateInsight'>, options?: RequestOptions): Promise<Data<'updateInsight'>>;
+  update(namespace: string, insightId: string, body: Body<'updateInsight'>, options?: RequestOptions): Promise<Data<'updateInsight'>>;
 
   /**
    * Delete an insight.
@@ -472,7 +472,7 @@ export interface InsightsResource {
    *
    * `DELETE /v1/projects/{namespace}/insights/{insight_id}`
    */
-  delete(namespace: PathParam<'deleteInsight', 'namespace'>, insightId: PathParam<'deleteInsight', 'insight_id'>, options?: RequestOptions): Promise<Data<'deleteInsight'>>;
+  delete(namespace: string, insightId: string, options?: RequestOptions): Promise<Data<'deleteInsight'>>;
 }
 
 export interface InvitesResource {
@@ -486,7 +486,7 @@ export interface InvitesResource {
    *
    * `POST /v1/projects/{namespace}/invites`
    */
-  create(namespace: PathParam<'createInvite', 'namespace'>, body: Body<'createInvite'>, options?: RequestOptions): Promise<Data<'createInvite'>>;
+  create(namespace: string, body: Body<'createInvite'>, options?: RequestOptions): Promise<Data<'createInvite'>>;
 
   /**
    * List pending invites.
@@ -495,7 +495,7 @@ export interface InvitesResource {
    *
    * `GET /v1/projects/{namespace}/invites`
    */
-  list(namespace: PathParam<'listInvites', 'namespace'>, query?: Query<'listInvites'>, options?: RequestOptions): Paginated<Data<'listInvites'>>;
+  list(namespace: string, query?: Query<'listInvites'>, options?: RequestOptions): Paginated<Data<'listInvites'>>;
 
   /**
    * Accept an invite.
@@ -505,7 +505,7 @@ export interface InvitesResource {
    *
    * `PUT /v1/projects/{namespace}/invites/{username}`
    */
-  accept(namespace: PathParam<'acceptInvite', 'namespace'>, username: PathParam<'acceptInvite', 'username'>, options?: RequestOptions): Promise<Data<'acceptInvite'>>;
+  accept(namespace: string, username: string, options?: RequestOptions): Promise<Data<'acceptInvite'>>;
 
   /**
    * Revoke or decline an invite.
@@ -514,7 +514,7 @@ export interface InvitesResource {
    *
    * `DELETE /v1/projects/{namespace}/invites/{username}`
    */
-  delete(namespace: PathParam<'deleteInvite', 'namespace'>, username: PathParam<'deleteInvite', 'username'>, options?: RequestOptions): Promise<Data<'deleteInvite'>>;
+  delete(namespace: string, username: string, options?: RequestOptions): Promise<Data<'deleteInvite'>>;
 }
 
 export interface MembersResource {
@@ -526,7 +526,7 @@ export interface MembersResource {
    *
    * `DELETE /v1/projects/{namespace}/members/{username}`
    */
-  remove(namespace: PathParam<'removeMember', 'namespace'>, username: PathParam<'removeMember', 'username'>, options?: RequestOptions): Promise<Data<'removeMember'>>;
+  remove(namespace: string, username: string, options?: RequestOptions): Promise<Data<'removeMember'>>;
 }
 
 export interface EndUsersResource {
@@ -541,7 +541,7 @@ export interface EndUsersResource {
    *
    * `PUT /v1/projects/{namespace}/users/{user_id}`
    */
-  identify(namespace: PathParam<'identifyEndUser', 'namespace'>, userId: PathParam<'identifyEndUser', 'user_id'>, body: Body<'identifyEndUser'>, options?: RequestOptions): Promise<Data<'identifyEndUser'>>;
+  identify(namespace: string, userId: string, body: Body<'identifyEndUser'>, options?: RequestOptions): Promise<Data<'identifyEndUser'>>;
 
   /**
    * Get an end user.
@@ -550,7 +550,7 @@ export interface EndUsersResource {
    *
    * `GET /v1/projects/{namespace}/users/{user_id}`
    */
-  get(namespace: PathParam<'getEndUser', 'namespace'>, userId: PathParam<'getEndUser', 'user_id'>, options?: RequestOptions): Promise<Data<'getEndUser'>>;
+  get(namespace: string, userId: string, options?: RequestOptions): Promise<Data<'getEndUser'>>;
 }
 
 export interface WebhooksResource {
@@ -561,7 +561,7 @@ export interface WebhooksResource {
    *
    * `GET /v1/projects/{namespace}/webhooks`
    */
-  list(namespace: PathParam<'listWebhooks', 'namespace'>, query?: Query<'listWebhooks'>, options?: RequestOptions): Paginated<Data<'listWebhooks'>>;
+  list(namespace: string, query?: Query<'listWebhooks'>, options?: RequestOptions): Paginated<Data<'listWebhooks'>>;
 
   /**
    * Create a webhook endpoint.
@@ -571,7 +571,7 @@ export interface WebhooksResource {
    *
    * `POST /v1/projects/{namespace}/webhooks`
    */
-  create(namespace: PathParam<'createWebhook', 'namespace'>, body: Body<'createWebhook'>, options?: RequestOptions): Promise<Data<'createWebhook'>>;
+  create(namespace: string, body: Body<'createWebhook'>, options?: RequestOptions): Promise<Data<'createWebhook'>>;
 
   /**
    * Get a webhook endpoint.
@@ -580,7 +580,7 @@ export interface WebhooksResource {
    *
    * `GET /v1/projects/{namespace}/webhooks/{webhook_id}`
    */
-  get(namespace: PathParam<'getWebhook', 'namespace'>, webhookId: PathParam<'getWebhook', 'webhook_id'>, options?: RequestOptions): Promise<Data<'getWebhook'>>;
+  get(namespace: string, webhookId: string, options?: RequestOptions): Promise<Data<'getWebhook'>>;
 
   /**
    * Update a webhook endpoint.
@@ -589,7 +589,7 @@ export interface WebhooksResource {
    *
    * `PATCH /v1/projects/{namespace}/webhooks/{webhook_id}`
    */
-  update(namespace: PathParam<'updateWebhook', 'namespace'>, webhookId: PathParam<'updateWebhook', 'webhook_id'>, body: Body<'updateWebhook'>, options?: RequestOptions): Promise<Data<'updateWebhook'>>;
+  update(namespace: string, webhookId: string, body: Body<'updateWebhook'>, options?: RequestOptions): Promise<Data<'updateWebhook'>>;
 
   /**
    * Delete a webhook endpoint.
@@ -598,7 +598,7 @@ export interface WebhooksResource {
    *
    * `DELETE /v1/projects/{namespace}/webhooks/{webhook_id}`
    */
-  delete(namespace: PathParam<'deleteWebhook', 'namespace'>, webhookId: PathParam<'deleteWebhook', 'webhook_id'>, options?: RequestOptions): Promise<Data<'deleteWebhook'>>;
+  delete(namespace: string, webhookId: string, options?: RequestOptions): Promise<Data<'deleteWebhook'>>;
 
   /**
    * List an endpoint's deliveries.
@@ -607,7 +607,7 @@ export interface WebhooksResource {
    *
    * `GET /v1/projects/{namespace}/webhooks/{webhook_id}/deliveries`
    */
-  deliveries(namespace: PathParam<'listWebhookDeliveries', 'namespace'>, webhookId: PathParam<'listWebhookDeliveries', 'webhook_id'>, query?: Query<'listWebhookDeliveries'>, options?: RequestOptions): Paginated<Data<'listWebhookDeliveries'>>;
+  deliveries(namespace: string, webhookId: string, query?: Query<'listWebhookDeliveries'>, options?: RequestOptions): Paginated<Data<'listWebhookDeliveries'>>;
 
   /**
    * Retry a delivery now.
@@ -618,7 +618,7 @@ export interface WebhooksResource {
    *
    * `POST /v1/projects/{namespace}/webhooks/{webhook_id}/deliveries/{delivery_id}/retry`
    */
-  retryDelivery(namespace: PathParam<'retryWebhookDelivery', 'namespace'>, webhookId: PathParam<'retryWebhookDelivery', 'webhook_id'>, deliveryId: PathParam<'retryWebhookDelivery', 'delivery_id'>, options?: RequestOptions): Promise<Data<'retryWebhookDelivery'>>;
+  retryDelivery(namespace: string, webhookId: string, deliveryId: string, options?: RequestOptions): Promise<Data<'retryWebhookDelivery'>>;
 
   /**
    * Recover missed deliveries.
@@ -629,7 +629,7 @@ export interface WebhooksResource {
    *
    * `POST /v1/projects/{namespace}/webhooks/{webhook_id}/recover`
    */
-  recover(namespace: PathParam<'recoverWebhook', 'namespace'>, webhookId: PathParam<'recoverWebhook', 'webhook_id'>, body: Body<'recoverWebhook'>, options?: RequestOptions): Promise<Data<'recoverWebhook'>>;
+  recover(namespace: string, webhookId: string, body: Body<'recoverWebhook'>, options?: RequestOptions): Promise<Data<'recoverWebhook'>>;
 
   /**
    * Rotate a webhook endpoint's secret.
@@ -639,7 +639,7 @@ export interface WebhooksResource {
    *
    * `POST /v1/projects/{namespace}/webhooks/{webhook_id}/secret`
    */
-  rotateSecret(namespace: PathParam<'rotateWebhookSecret', 'namespace'>, webhookId: PathParam<'rotateWebhookSecret', 'webhook_id'>, options?: RequestOptions): Promise<Data<'rotateWebhookSecret'>>;
+  rotateSecret(namespace: string, webhookId: string, options?: RequestOptions): Promise<Data<'rotateWebhookSecret'>>;
 
   /**
    * Send a test delivery.
@@ -649,7 +649,7 @@ export interface WebhooksResource {
    *
    * `POST /v1/projects/{namespace}/webhooks/{webhook_id}/test`
    */
-  test(namespace: PathParam<'testWebhook', 'namespace'>, webhookId: PathParam<'testWebhook', 'webhook_id'>, options?: RequestOptions): Promise<Data<'testWebhook'>>;
+  test(namespace: string, webhookId: string, options?: RequestOptions): Promise<Data<'testWebhook'>>;
 }
 
 export interface UsersResource {
@@ -950,3 +950,67 @@ export class Resources {
     };
   }
 }
+
+/**
+ * The path parameters' plain types above, each held to the contract's (spec/generated/openapi.ts):
+ * a type that drifts from it fails to compile on its line here.
+ */
+export type PathParamTypes = [
+  Expect<Equal<string, PathParam<'deleteSession', 'id'>>>,
+  Expect<Equal<string, PathParam<'deleteApiToken', 'id'>>>,
+  Expect<Equal<string, PathParam<'getProject', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'updateProject', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'deleteProject', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'transferOwnership', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'listActivity', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'createCheckoutSession', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'createPortalSession', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'publishEvents', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'listEvents', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'countEvents', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'publishEvent', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'publishEvent', 'feed'>>>,
+  Expect<Equal<string, PathParam<'listFeeds', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'createFeed', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'updateFeed', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'updateFeed', 'feed'>>>,
+  Expect<Equal<string, PathParam<'deleteFeed', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'deleteFeed', 'feed'>>>,
+  Expect<Equal<string, PathParam<'createInsight', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'listInsights', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'updateInsight', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'updateInsight', 'insight_id'>>>,
+  Expect<Equal<string, PathParam<'deleteInsight', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'deleteInsight', 'insight_id'>>>,
+  Expect<Equal<string, PathParam<'createInvite', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'listInvites', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'acceptInvite', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'acceptInvite', 'username'>>>,
+  Expect<Equal<string, PathParam<'deleteInvite', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'deleteInvite', 'username'>>>,
+  Expect<Equal<string, PathParam<'removeMember', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'removeMember', 'username'>>>,
+  Expect<Equal<string, PathParam<'identifyEndUser', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'identifyEndUser', 'user_id'>>>,
+  Expect<Equal<string, PathParam<'getEndUser', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'getEndUser', 'user_id'>>>,
+  Expect<Equal<string, PathParam<'listWebhooks', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'createWebhook', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'getWebhook', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'getWebhook', 'webhook_id'>>>,
+  Expect<Equal<string, PathParam<'updateWebhook', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'updateWebhook', 'webhook_id'>>>,
+  Expect<Equal<string, PathParam<'deleteWebhook', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'deleteWebhook', 'webhook_id'>>>,
+  Expect<Equal<string, PathParam<'listWebhookDeliveries', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'listWebhookDeliveries', 'webhook_id'>>>,
+  Expect<Equal<string, PathParam<'retryWebhookDelivery', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'retryWebhookDelivery', 'webhook_id'>>>,
+  Expect<Equal<string, PathParam<'retryWebhookDelivery', 'delivery_id'>>>,
+  Expect<Equal<string, PathParam<'recoverWebhook', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'recoverWebhook', 'webhook_id'>>>,
+  Expect<Equal<string, PathParam<'rotateWebhookSecret', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'rotateWebhookSecret', 'webhook_id'>>>,
+  Expect<Equal<string, PathParam<'testWebhook', 'namespace'>>>,
+  Expect<Equal<string, PathParam<'testWebhook', 'webhook_id'>>>,
+];
