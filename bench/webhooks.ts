@@ -10,6 +10,9 @@
  * 1. **Publishing with an endpoint subscribed**: autocannon publishes single events to a project
  *    without endpoints and to one with an endpoint (at the fast receiver), in alternating rounds of
  *    `--seconds`, so that a machine's drift falls on both; the ratio of their requests a second.
+ *    Each round starts with the endpoint's queue empty; what a subscribed round leaves queued (the
+ *    deliverer yields while publishing saturates the service) and how long it takes to go out after
+ *    are reported beside the ratio.
  * 2. **Delivery throughput**: the subscribed endpoint's backlog drained, `recover` queues 10,000
  *    stored events for it at once; deliveries a second from the answer to the last arrival.
  * 3. **Storage to delivery** at `--rate` events a second (open loop, one event a request) for
@@ -200,6 +203,8 @@ async function main(): Promise<void> {
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const started = new Date();
     const rps = { plain: [] as number[], subscribed: [] as number[] };
+    /** What a subscribed round left queued at its end, and how long it took to go out after. */
+    const backlogs: { left: number; drainMs: number }[] = [];
     for (let round = 1; round <= rounds; round++) {
       for (const [kind, namespace] of [
         ['plain', plain],
@@ -213,11 +218,19 @@ async function main(): Promise<void> {
         });
         rps[kind].push(result.rps);
         note(`round ${round} ${kind}: ${result.rps.toFixed(0)} publishes/s, p99 ${result.p99.toFixed(1)} ms`);
+        if (kind === 'subscribed') {
+          // Every round starts with an empty queue: the next plain round never pays for this one's deliveries.
+          const left = await pendingOf(subscribed, subscribedEndpoint);
+          const draining = performance.now();
+          await drained(subscribed, subscribedEndpoint);
+          backlogs.push({ left, drainMs: performance.now() - draining });
+          note(`  left queued: ${left}, delivered ${Math.round(performance.now() - draining)} ms after`);
+        }
       }
     }
     const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
     const publishRatio = sum(rps.subscribed) / sum(rps.plain);
-    await drained(subscribed, subscribedEndpoint);
+    const worstBacklog = backlogs.reduce((worst, b) => (b.left > worst.left ? b : worst), backlogs[0]!);
 
     // 2. Delivery throughput: 10,000 queued at once by a recovery.
     arrivals.delete('/subscribed');
@@ -248,6 +261,7 @@ async function main(): Promise<void> {
 
     const rows = [
       `| Publishing, one endpoint subscribed vs none (${rounds} rounds of ${seconds} s, ${connections} connections) | ${round(sum(rps.subscribed) / rounds, 0)} vs ${round(sum(rps.plain) / rounds, 0)} publishes/s: **${round(publishRatio)}×** | ≥ 0.9× |`,
+      `| Deliveries left queued at the end of a subscribed round (most of the ${rounds}); sent after | ${worstBacklog.left}; all sent ${round(worstBacklog.drainMs / 1000, 1)} s after | none |`,
       `| Delivery throughput, ${queued.toLocaleString('en')} queued at once, receiver answering at once | **${round(deliveryRate, 0)} deliveries/s** | ≥ 2,000/s |`,
       `| Storage to delivery at ${rate} events/s for ${seconds} s (${steady.n} events) | p50 ${steady.p50} ms, **p99 ${steady.p99} ms**, max ${steady.max} ms | p99 ≤ 250 ms |`,
       `| The same, beside an endpoint that never answers (${besideSeconds} s, ${besideHang.n} events) | p50 ${besideHang.p50} ms, **p99 ${besideHang.p99} ms**, max ${besideHang.max} ms | p99 ≤ 250 ms |`,
