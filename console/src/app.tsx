@@ -33,8 +33,25 @@ const Login = lazy(() => import('./pages/login.tsx'));
 const Signup = lazy(() => import('./pages/signup.tsx'));
 const ResetPassword = lazy(() => import('./pages/reset-password.tsx'));
 const Projects = lazy(() => import('./pages/projects.tsx'));
-const ProjectPages = lazy(() => import('./pages/project.tsx'));
+const loadProjectPages = () => import('./pages/project.tsx');
+const ProjectPages = lazy(loadProjectPages);
 const Account = lazy(() => import('./pages/account.tsx'));
+
+/** The address last preloaded: a render of the same address asks for nothing again. */
+let preloaded: string | undefined;
+
+/**
+ * Starts loading a project's page, its chunk and then what it shows first, as soon as its address
+ * is known: beside the session check, not after it. Asking before the session is known is safe: a
+ * visitor without one gets 401s that nothing shows, and the login page.
+ */
+function preloadProject(namespace: string) {
+  const { pathname, search } = window.location;
+  if (preloaded === pathname + search) return;
+  preloaded = pathname + search;
+  const page = /^\/projects\/[^/]+(.*)$/.exec(pathname)?.[1] ?? '';
+  void loadProjectPages().then((pages) => pages.preload(queryClient, namespace, page, search));
+}
 
 export function App() {
   return (
@@ -60,11 +77,14 @@ export function App() {
               </Signed>
             </Route>
             <Route path="/projects/:namespace" nest>
-              {(params) => (
-                <Signed>
-                  <ProjectPages namespace={params.namespace} />
-                </Signed>
-              )}
+              {(params) => {
+                preloadProject(params.namespace);
+                return (
+                  <Signed>
+                    <ProjectPages namespace={params.namespace} />
+                  </Signed>
+                );
+              }}
             </Route>
             <Route path="/account">
               <Signed>
