@@ -15,8 +15,9 @@
  * method or an explicit exception, never a silent gap.
  *
  * Arguments: the path parameters in path order, then the body or the query as one object, then
- * the call's options. A method answers the envelope's `data` (the body itself for the one
- * operation whose answer is no envelope, undefined for 204); a list answers a Paginated. A method
+ * the call's options. A method answers a SignalboardPromise of the envelope's `data` (the body
+ * itself for the one operation whose answer is no envelope, undefined for 204), whose
+ * `withResponse()` adds the answer's head; a list answers a Paginated. A method
  * sends an Idempotency-Key exactly when its operation declares the header: the contract says
  * which writes the service can replay.
  */
@@ -229,7 +230,7 @@ function signature(m: Method): { params: string[]; args: string[]; returns: stri
   }
   params.push('options?: RequestOptions');
   args.push('options');
-  return { params, args, returns: m.list ? `Paginated<Data<${id}>>` : `Promise<Data<${id}>>` };
+  return { params, args, returns: m.list ? `Paginated<Data<${id}>>` : `SignalboardPromise<Data<${id}>>` };
 }
 
 function implementation(m: Method): string {
@@ -300,6 +301,7 @@ export function sdkOperationsSource(document: OpenApiDocument): string {
     "import type { Caller, RequestOptions } from '../caller.js';",
     "import type { Body, Data, Equal, Expect, PathParam, Query } from '../contract.js';",
     "import type { Paginated } from '../pagination.js';",
+    "import type { SignalboardPromise } from '../response.js';",
     '',
     ...interfaces.flatMap((text) => [text, '']),
     '/** Every operation of the contract as a method, grouped by resource. */',

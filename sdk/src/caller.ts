@@ -1,13 +1,15 @@
 /**
  * How a resource method (generated/operations.ts) becomes a request and its answer a value: the
  * URL from the path template and the arguments, the headers (the client's, an Idempotency-Key for
- * the writes that take one, the call's own), and the answer's `data`, or a SignalboardError.
+ * the writes that take one, the call's own), and the answer's `data` with its head (a
+ * SignalboardPromise), or a SignalboardError.
  */
 import type { Page } from './contract.js';
 import { SignalboardApiError, SignalboardError, type Answer } from './errors.js';
 import { send } from './http.js';
 import { clientHeaders, policyOf, type RequestOptions, type Settings } from './options.js';
 import { Paginated } from './pagination.js';
+import { responseInfo, SignalboardPromise, type WithResponse } from './response.js';
 
 export type { RequestOptions };
 
@@ -30,14 +32,18 @@ export interface CallInput {
 
 /** What the generated methods call. `T` and `P` are the contract's types of the answer, from the method's signature. */
 export interface Caller {
-  call<T>(operation: Operation, input: CallInput, options: RequestOptions | undefined): Promise<T>;
+  call<T>(operation: Operation, input: CallInput, options: RequestOptions | undefined): SignalboardPromise<T>;
   paginate<P extends Page>(operation: Operation, input: CallInput, options: RequestOptions | undefined): Paginated<P>;
 }
 
 export class Requester implements Caller {
   constructor(private readonly settings: Settings) {}
 
-  async call<T>(operation: Operation, input: CallInput, options: RequestOptions | undefined): Promise<T> {
+  call<T>(operation: Operation, input: CallInput, options: RequestOptions | undefined): SignalboardPromise<T> {
+    return new SignalboardPromise(this.answered<T>(operation, input, options));
+  }
+
+  private async answered<T>(operation: Operation, input: CallInput, options: RequestOptions | undefined): Promise<WithResponse<T>> {
     const headers = clientHeaders(this.settings);
     headers.set('Accept', 'application/json');
     if (input.body !== undefined) headers.set('Content-Type', 'application/json');
@@ -47,7 +53,7 @@ export class Requester implements Caller {
     const url = this.settings.baseUrl + filled(operation.path, input.path) + queryString(input.query);
     const body = input.body === undefined ? undefined : JSON.stringify(input.body);
     const answer = await send({ method: operation.method, url, headers, body }, policyOf(this.settings, options));
-    return decoded<T>(answer, operation);
+    return { data: decoded<T>(answer, operation), response: responseInfo(answer) };
   }
 
   paginate<P extends Page>(operation: Operation, input: CallInput, options: RequestOptions | undefined): Paginated<P> {

@@ -15,6 +15,7 @@ import type { Body, Data, Equal, Expect, PathParam } from './contract.js';
 import { SignalboardError } from './errors.js';
 import * as generated from './generated/operations.js';
 import { clientHeaders, settingsOf, type Settings, type SignalboardOptions } from './options.js';
+import type { SignalboardPromise } from './response.js';
 import { streamEvents, type StreamEventsOptions } from './stream.js';
 
 export interface InsightsResource extends generated.InsightsResource {
@@ -27,7 +28,7 @@ export interface InsightsResource extends generated.InsightsResource {
     insightId: string,
     by?: NonNullable<Body<'updateInsight'>['increment']>,
     options?: RequestOptions,
-  ): Promise<Data<'updateInsight'>>;
+  ): SignalboardPromise<Data<'updateInsight'>>;
 }
 
 /** A stream's options; the client gives the rest (URL, token, headers, fetch). */

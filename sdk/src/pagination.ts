@@ -6,15 +6,19 @@
  */
 import type { Page } from './contract.js';
 import { SignalboardError } from './errors.js';
+import type { SignalboardPromise } from './response.js';
 
 export class Paginated<P extends Page> implements AsyncIterable<P['items'][number]> {
   constructor(
-    private readonly fetchPage: (cursor: string | undefined) => Promise<P>,
+    private readonly fetchPage: (cursor: string | undefined) => SignalboardPromise<P>,
     private readonly cursor: string | undefined,
   ) {}
 
-  /** One page: `items`, and `next_cursor` to pass as `cursor` for the next (null on the last). */
-  page(): Promise<P> {
+  /**
+   * One page: `items`, and `next_cursor` to pass as `cursor` for the next (null on the last);
+   * `.page().withResponse()` adds the answer's head.
+   */
+  page(): SignalboardPromise<P> {
     return this.fetchPage(this.cursor);
   }
 

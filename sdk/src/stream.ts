@@ -17,6 +17,7 @@
 import type { components } from '../../spec/generated/openapi.js';
 import { SignalboardApiError } from './errors.js';
 import { pause } from './http.js';
+import { responseInfo, type ResponseInfo } from './response.js';
 
 type Event = components['schemas']['Event'];
 
@@ -119,8 +120,11 @@ export interface StreamEventsOptions {
   signal?: AbortSignal | undefined;
   /** The wait before reconnecting until the server sends its own `retry:` (ms). Default 2000. */
   retryMs?: number | undefined;
-  /** Called each time a connection is established (after the first one too). */
-  onOpen?: ((info: { lastEventId: string | undefined }) => void) | undefined;
+  /**
+   * Called each time a connection is established (after the first one too), with the Last-Event-ID
+   * it resumed from and the answer's head (status, headers, request id, rate limit).
+   */
+  onOpen?: ((info: { lastEventId: string | undefined; response: ResponseInfo }) => void) | undefined;
   /** Called when a connection is lost or could not be made, before waiting to reconnect. */
   onDisconnect?: ((reason: unknown) => void) | undefined;
   /** The fetch to use; global `fetch` by default. */
@@ -176,7 +180,7 @@ export async function* streamEvents(options: StreamEventsOptions): AsyncGenerato
       throw SignalboardApiError.unexpected(answered, 'The stream did not answer text/event-stream.');
     }
 
-    options.onOpen?.({ lastEventId });
+    options.onOpen?.({ lastEventId, response: responseInfo(response) });
     const reader = response.body.getReader();
     const decoder = new TextDecoder();
     parser.reset();

@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { Signalboard, SignalboardError, streamEvents, type Event, type Schemas } from '../../sdk/src/index.js';
+import { Signalboard, SignalboardError, streamEvents, type Event, type ResponseInfo, type Schemas } from '../../sdk/src/index.js';
 import { baseUrl, count, database, startExtraServer } from '../support/harness.js';
 import { apiToken, signUp, type TestUser } from '../support/accounts.js';
 import { call, callAt, expectData, expectError, expectNoContent } from '../support/http.js';
@@ -219,12 +219,24 @@ describe('live event stream', () => {
     const first = await sb.events.publish(project.namespace, 'general', { event: 'bundled', tags: { n: 1 } });
     expect(first).to.deep.include({ feed: 'general', event: 'bundled', tags: { n: 1 } });
     const controller = new AbortController();
-    const { events: received, done } = consume(sb.events.stream(project.namespace, { lastEventId: first.id, signal: controller.signal }));
+    const heads: ResponseInfo[] = [];
+    const { events: received, done } = consume(
+      sb.events.stream(project.namespace, {
+        lastEventId: first.id,
+        signal: controller.signal,
+        onOpen: ({ response }) => heads.push(response),
+      }),
+    );
     const second = await sb.events.publish(project.namespace, 'general', { event: 'bundled again' });
     await eventually(() => received.length === 1, 5_000, 'the second event');
     controller.abort();
     await done;
     expect(received).to.deep.equal([second]);
+    // onOpen gives each connection's head, as .withResponse() does a call's.
+    expect(heads).to.have.length(1);
+    expect(heads[0]!.status).to.equal(200);
+    expect(heads[0]!.requestId).to.be.a('string');
+    expect(heads[0]!.headers.get('Content-Type')).to.match(/^text\/event-stream/);
     const refusal = (await sb.events.publish(project.namespace, 'nope', { event: 'x' }).catch((e: unknown) => e)) as SignalboardError;
     expect([refusal.status, refusal.code]).to.deep.equal([404, 'not_found']);
   });

@@ -23,7 +23,7 @@ import {
   type SignalboardOptions,
 } from '../../sdk/src/index.js';
 import { clientMethods, sdkOperationsSource, type OpenApiDocument } from '../../scripts/sdk-methods.js';
-import { baseUrl, count, secret, sql } from '../support/harness.js';
+import { baseUrl, count, secret, sql, startRateLimitedServer } from '../support/harness.js';
 import { signUp } from '../support/accounts.js';
 import { namespaceName } from '../support/projects.js';
 
@@ -260,6 +260,66 @@ describe('SDK: resource methods against the server', function () {
     for (const wrong of ['', undefined]) expect(() => anonymous.withToken(wrong as string)).to.throw(SignalboardError, /token must be/);
   });
 
+  it('.withResponse() on any call: its data with the answer’s status, headers and request id, for 201, 200, 204 and a list’s page', async () => {
+    const owner = await signUp();
+    const { fetch, exchanges } = recordingFetch();
+    const sb = new Signalboard({ baseUrl: baseUrl(), token: owner.token, fetch });
+    const namespace = namespaceName('sdk');
+    const created = await sb.projects.create({ name: 'Heads', namespace }).withResponse();
+    expect(created.data).to.include({ name: 'Heads', namespace });
+    expect(created.response).to.include({ status: 201, requestId: exchanges.at(-1)!.requestId, rateLimit: undefined });
+    expect(created.response.requestId).to.be.a('string');
+    expect(created.response.headers.get('Content-Type')).to.match(/^application\/json/);
+    const read = await sb.projects.get(namespace).withResponse();
+    expect(read.data).to.deep.equal(created.data);
+    expect(read.response.status).to.equal(200);
+    expect(read.response.headers.get('ETag')).to.be.a('string');
+
+    const insight = await sb.insights.create(namespace, { title: 'gone soon', value: 1 });
+    const deleted = await sb.insights.delete(namespace, insight.id).withResponse();
+    expect(deleted).to.have.property('data', undefined);
+    expect(deleted.response).to.include({ status: 204, requestId: exchanges.at(-1)!.requestId });
+    const increment = await sb.insights.create(namespace, { title: 'n', value: 1 });
+    expect((await sb.insights.increment(namespace, increment.id).withResponse()).data).to.include({ value: 2 });
+
+    const page = await sb.projects.list({ limit: 1 }).page().withResponse();
+    expect(page.data.items.map((p) => p.namespace)).to.deep.equal([namespace]);
+    expect(page.response).to.include({ status: 200, requestId: exchanges.at(-1)!.requestId });
+
+    // Awaited without it, a call is its data, as before; a refusal rejects whichever way it is awaited,
+    // and one awaited through withResponse() leaves no other rejection unhandled.
+    expect(await sb.projects.get(namespace)).to.deep.equal(created.data);
+    expect(await sb.projects.get(namespace).then((project) => project.name)).to.equal('Heads');
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      expect(await failure(sb.projects.get('no-such-project').withResponse())).to.include({ status: 404, code: 'not_found' });
+      expect(await failure(sb.projects.get('no-such-project'))).to.include({ status: 404, code: 'not_found' });
+      expect(await sb.projects.get('no-such-project').catch((error: SignalboardError) => error.code)).to.equal('not_found');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+    expect(unhandled).to.deep.equal([]);
+  });
+
+  it('.withResponse() reads the rate limit the service reports (RateLimit-*), and none on a route it does not count', async function () {
+    this.timeout(60_000);
+    const limited = await startRateLimitedServer({ API_RATE_LIMIT: '5', HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000' });
+    try {
+      const sb = new Signalboard({ baseUrl: limited.url });
+      const first = await sb.meta.root().withResponse();
+      expect(first.response.rateLimit).to.include({ limit: 5, remaining: 4 });
+      expect(first.response.rateLimit!.reset).to.be.within(1, 60);
+      expect((await sb.meta.root().withResponse()).response.rateLimit).to.include({ limit: 5, remaining: 3 });
+      // Liveness is for load balancers, never counted.
+      expect((await sb.meta.health().withResponse()).response).to.include({ status: 200, rateLimit: undefined });
+    } finally {
+      await limited.close();
+    }
+  });
+
   it('throws a SignalboardApiError with the status, the envelope and the request id the server answered with', async () => {
     const { fetch, exchanges } = recordingFetch();
     const sb = new Signalboard({ baseUrl: baseUrl(), token: (await signUp()).token, fetch });
@@ -392,6 +452,21 @@ describe('SDK: retries, timeouts and errors', function () {
     expect(t.received).to.have.length(2);
     await failure(t.client().meta.health({ maxRetries: 0 }));
     expect(t.received).to.have.length(3);
+  });
+
+  it('.withResponse() of a repeated call is its last answer’s head; a partial or malformed RateLimit set reads as none', async () => {
+    const limits = { 'RateLimit-Limit': '100', 'RateLimit-Remaining': '7', 'RateLimit-Reset': '30' };
+    const s = await stand(refusal(503, 'unavailable'), answer(200, { success: true, data: { status: 'ok' } }, limits));
+    const { data, response } = await s.client().meta.health().withResponse();
+    expect(data).to.deep.equal({ status: 'ok' });
+    expect(response).to.deep.include({ status: 200, requestId: 'stand-in-200', rateLimit: { limit: 100, remaining: 7, reset: 30 } });
+    expect(s.received).to.have.length(2);
+    const t = await stand(
+      answer(200, { success: true, data: {} }, { 'RateLimit-Limit': '100' }),
+      answer(200, { success: true, data: {} }, { ...limits, 'RateLimit-Remaining': 'lots' }),
+    );
+    expect((await t.client().meta.health().withResponse()).response.rateLimit).to.equal(undefined);
+    expect((await t.client().meta.health().withResponse()).response.rateLimit).to.equal(undefined);
   });
 
   it('does not wait for a Retry-After over 60 s: throws at once with retryAfter', async () => {

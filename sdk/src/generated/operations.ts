@@ -11,6 +11,7 @@
 import type { Caller, RequestOptions } from '../caller.js';
 import type { Body, Data, Equal, Expect, PathParam, Query } from '../contract.js';
 import type { Paginated } from '../pagination.js';
+import type { SignalboardPromise } from '../response.js';
 
 export interface MetaResource {
   /**
@@ -21,7 +22,7 @@ export interface MetaResource {
    *
    * `GET /healthz`
    */
-  health(options?: RequestOptions): Promise<Data<'getHealth'>>;
+  health(options?: RequestOptions): SignalboardPromise<Data<'getHealth'>>;
 
   /**
    * Readiness.
@@ -30,7 +31,7 @@ export interface MetaResource {
    *
    * `GET /readyz`
    */
-  readiness(options?: RequestOptions): Promise<Data<'getReadiness'>>;
+  readiness(options?: RequestOptions): SignalboardPromise<Data<'getReadiness'>>;
 
   /**
    * Greeting.
@@ -40,7 +41,7 @@ export interface MetaResource {
    *
    * `GET /v1`
    */
-  root(options?: RequestOptions): Promise<Data<'getRoot'>>;
+  root(options?: RequestOptions): SignalboardPromise<Data<'getRoot'>>;
 
   /**
    * This contract (OpenAPI).
@@ -49,7 +50,7 @@ export interface MetaResource {
    *
    * `GET /v1/openapi.json`
    */
-  openApi(options?: RequestOptions): Promise<Data<'getOpenApi'>>;
+  openApi(options?: RequestOptions): SignalboardPromise<Data<'getOpenApi'>>;
 }
 
 export interface AuthResource {
@@ -65,7 +66,7 @@ export interface AuthResource {
    *
    * `POST /v1/auth/email-confirm`
    */
-  confirmEmailChange(body: Body<'confirmEmailChange'>, options?: RequestOptions): Promise<Data<'confirmEmailChange'>>;
+  confirmEmailChange(body: Body<'confirmEmailChange'>, options?: RequestOptions): SignalboardPromise<Data<'confirmEmailChange'>>;
 
   /**
    * Undo an e-mail change.
@@ -79,7 +80,7 @@ export interface AuthResource {
    *
    * `POST /v1/auth/email-revert`
    */
-  revertEmailChange(body: Body<'revertEmailChange'>, options?: RequestOptions): Promise<Data<'revertEmailChange'>>;
+  revertEmailChange(body: Body<'revertEmailChange'>, options?: RequestOptions): SignalboardPromise<Data<'revertEmailChange'>>;
 
   /**
    * Log in.
@@ -93,7 +94,7 @@ export interface AuthResource {
    *
    * `POST /v1/auth/login`
    */
-  login(body: Body<'login'>, options?: RequestOptions): Promise<Data<'login'>>;
+  login(body: Body<'login'>, options?: RequestOptions): SignalboardPromise<Data<'login'>>;
 
   /**
    * Log out.
@@ -104,7 +105,7 @@ export interface AuthResource {
    *
    * `DELETE /v1/auth/logout`
    */
-  logout(options?: RequestOptions): Promise<Data<'logout'>>;
+  logout(options?: RequestOptions): SignalboardPromise<Data<'logout'>>;
 
   /**
    * Ask for a password reset link.
@@ -120,7 +121,7 @@ export interface AuthResource {
    *
    * `POST /v1/auth/password-reset`
    */
-  requestPasswordReset(body: Body<'requestPasswordReset'>, options?: RequestOptions): Promise<Data<'requestPasswordReset'>>;
+  requestPasswordReset(body: Body<'requestPasswordReset'>, options?: RequestOptions): SignalboardPromise<Data<'requestPasswordReset'>>;
 
   /**
    * Set a new password with a reset token.
@@ -134,7 +135,7 @@ export interface AuthResource {
    *
    * `POST /v1/auth/password-reset/confirm`
    */
-  confirmPasswordReset(body: Body<'confirmPasswordReset'>, options?: RequestOptions): Promise<Data<'confirmPasswordReset'>>;
+  confirmPasswordReset(body: Body<'confirmPasswordReset'>, options?: RequestOptions): SignalboardPromise<Data<'confirmPasswordReset'>>;
 
   /**
    * Sign up with an invite code.
@@ -149,7 +150,7 @@ export interface AuthResource {
    *
    * `POST /v1/auth/signup`
    */
-  signup(body: Body<'signup'>, options?: RequestOptions): Promise<Data<'signup'>>;
+  signup(body: Body<'signup'>, options?: RequestOptions): SignalboardPromise<Data<'signup'>>;
 }
 
 export interface SessionsResource {
@@ -171,7 +172,7 @@ export interface SessionsResource {
    *
    * `DELETE /v1/auth/sessions/{id}`
    */
-  delete(id: string, options?: RequestOptions): Promise<Data<'deleteSession'>>;
+  delete(id: string, options?: RequestOptions): SignalboardPromise<Data<'deleteSession'>>;
 }
 
 export interface TokensResource {
@@ -197,7 +198,7 @@ export interface TokensResource {
    *
    * `POST /v1/auth/tokens`
    */
-  create(body: Body<'createApiToken'>, options?: RequestOptions): Promise<Data<'createApiToken'>>;
+  create(body: Body<'createApiToken'>, options?: RequestOptions): SignalboardPromise<Data<'createApiToken'>>;
 
   /**
    * List API tokens.
@@ -216,7 +217,7 @@ export interface TokensResource {
    *
    * `DELETE /v1/auth/tokens/{id}`
    */
-  delete(id: string, options?: RequestOptions): Promise<Data<'deleteApiToken'>>;
+  delete(id: string, options?: RequestOptions): SignalboardPromise<Data<'deleteApiToken'>>;
 }
 
 export interface ProjectsResource {
@@ -230,7 +231,7 @@ export interface ProjectsResource {
    *
    * `POST /v1/projects`
    */
-  create(body: Body<'createProject'>, options?: RequestOptions): Promise<Data<'createProject'>>;
+  create(body: Body<'createProject'>, options?: RequestOptions): SignalboardPromise<Data<'createProject'>>;
 
   /**
    * List my projects.
@@ -248,7 +249,7 @@ export interface ProjectsResource {
    *
    * `GET /v1/projects/{namespace}`
    */
-  get(namespace: string, options?: RequestOptions): Promise<Data<'getProject'>>;
+  get(namespace: string, options?: RequestOptions): SignalboardPromise<Data<'getProject'>>;
 
   /**
    * Update a project.
@@ -258,7 +259,7 @@ export interface ProjectsResource {
    *
    * `PATCH /v1/projects/{namespace}`
    */
-  update(namespace: string, body: Body<'updateProject'>, options?: RequestOptions): Promise<Data<'updateProject'>>;
+  update(namespace: string, body: Body<'updateProject'>, options?: RequestOptions): SignalboardPromise<Data<'updateProject'>>;
 
   /**
    * Delete a project.
@@ -269,7 +270,7 @@ export interface ProjectsResource {
    *
    * `DELETE /v1/projects/{namespace}`
    */
-  delete(namespace: string, options?: RequestOptions): Promise<Data<'deleteProject'>>;
+  delete(namespace: string, options?: RequestOptions): SignalboardPromise<Data<'deleteProject'>>;
 
   /**
    * Transfer ownership.
@@ -285,7 +286,7 @@ export interface ProjectsResource {
    *
    * `PUT /v1/projects/{namespace}/owner`
    */
-  transferOwnership(namespace: string, body: Body<'transferOwnership'>, options?: RequestOptions): Promise<Data<'transferOwnership'>>;
+  transferOwnership(namespace: string, body: Body<'transferOwnership'>, options?: RequestOptions): SignalboardPromise<Data<'transferOwnership'>>;
 }
 
 export interface ActivityResource {
@@ -319,7 +320,7 @@ export interface BillingResource {
    *
    * `POST /v1/projects/{namespace}/billing/checkout`
    */
-  checkout(namespace: string, body: Body<'createCheckoutSession'>, options?: RequestOptions): Promise<Data<'createCheckoutSession'>>;
+  checkout(namespace: string, body: Body<'createCheckoutSession'>, options?: RequestOptions): SignalboardPromise<Data<'createCheckoutSession'>>;
 
   /**
    * Open the billing portal.
@@ -335,7 +336,7 @@ export interface BillingResource {
    *
    * `POST /v1/projects/{namespace}/billing/portal`
    */
-  portal(namespace: string, options?: RequestOptions): Promise<Data<'createPortalSession'>>;
+  portal(namespace: string, options?: RequestOptions): SignalboardPromise<Data<'createPortalSession'>>;
 }
 
 export interface EventsResource {
@@ -353,7 +354,7 @@ export interface EventsResource {
    *
    * `POST /v1/projects/{namespace}/events`
    */
-  publishBatch(namespace: string, body: Body<'publishEvents'>, options?: RequestOptions): Promise<Data<'publishEvents'>>;
+  publishBatch(namespace: string, body: Body<'publishEvents'>, options?: RequestOptions): SignalboardPromise<Data<'publishEvents'>>;
 
   /**
    * List events.
@@ -384,7 +385,7 @@ export interface EventsResource {
    *
    * `GET /v1/projects/{namespace}/events/counts`
    */
-  counts(namespace: string, query?: Query<'countEvents'>, options?: RequestOptions): Promise<Data<'countEvents'>>;
+  counts(namespace: string, query?: Query<'countEvents'>, options?: RequestOptions): SignalboardPromise<Data<'countEvents'>>;
 
   /**
    * Publish an event.
@@ -393,7 +394,7 @@ export interface EventsResource {
    *
    * `POST /v1/projects/{namespace}/feeds/{feed}/events`
    */
-  publish(namespace: string, feed: string, body: Body<'publishEvent'>, options?: RequestOptions): Promise<Data<'publishEvent'>>;
+  publish(namespace: string, feed: string, body: Body<'publishEvent'>, options?: RequestOptions): SignalboardPromise<Data<'publishEvent'>>;
 }
 
 export interface FeedsResource {
@@ -414,7 +415,7 @@ export interface FeedsResource {
    *
    * `POST /v1/projects/{namespace}/feeds`
    */
-  create(namespace: string, body: Body<'createFeed'>, options?: RequestOptions): Promise<Data<'createFeed'>>;
+  create(namespace: string, body: Body<'createFeed'>, options?: RequestOptions): SignalboardPromise<Data<'createFeed'>>;
 
   /**
    * Update a feed.
@@ -423,7 +424,7 @@ export interface FeedsResource {
    *
    * `PATCH /v1/projects/{namespace}/feeds/{feed}`
    */
-  update(namespace: string, feed: string, body: Body<'updateFeed'>, options?: RequestOptions): Promise<Data<'updateFeed'>>;
+  update(namespace: string, feed: string, body: Body<'updateFeed'>, options?: RequestOptions): SignalboardPromise<Data<'updateFeed'>>;
 
   /**
    * Delete a feed.
@@ -432,7 +433,7 @@ export interface FeedsResource {
    *
    * `DELETE /v1/projects/{namespace}/feeds/{feed}`
    */
-  delete(namespace: string, feed: string, options?: RequestOptions): Promise<Data<'deleteFeed'>>;
+  delete(namespace: string, feed: string, options?: RequestOptions): SignalboardPromise<Data<'deleteFeed'>>;
 }
 
 export interface InsightsResource {
@@ -445,7 +446,7 @@ export interface InsightsResource {
    *
    * `POST /v1/projects/{namespace}/insights`
    */
-  create(namespace: string, body: Body<'createInsight'>, options?: RequestOptions): Promise<Data<'createInsight'>>;
+  create(namespace: string, body: Body<'createInsight'>, options?: RequestOptions): SignalboardPromise<Data<'createInsight'>>;
 
   /**
    * List insights.
@@ -463,7 +464,7 @@ export interface InsightsResource {
    *
    * `PATCH /v1/projects/{namespace}/insights/{insight_id}`
    */
-  update(namespace: string, insightId: string, body: Body<'updateInsight'>, options?: RequestOptions): Promise<Data<'updateInsight'>>;
+  update(namespace: string, insightId: string, body: Body<'updateInsight'>, options?: RequestOptions): SignalboardPromise<Data<'updateInsight'>>;
 
   /**
    * Delete an insight.
@@ -472,7 +473,7 @@ export interface InsightsResource {
    *
    * `DELETE /v1/projects/{namespace}/insights/{insight_id}`
    */
-  delete(namespace: string, insightId: string, options?: RequestOptions): Promise<Data<'deleteInsight'>>;
+  delete(namespace: string, insightId: string, options?: RequestOptions): SignalboardPromise<Data<'deleteInsight'>>;
 }
 
 export interface InvitesResource {
@@ -486,7 +487,7 @@ export interface InvitesResource {
    *
    * `POST /v1/projects/{namespace}/invites`
    */
-  create(namespace: string, body: Body<'createInvite'>, options?: RequestOptions): Promise<Data<'createInvite'>>;
+  create(namespace: string, body: Body<'createInvite'>, options?: RequestOptions): SignalboardPromise<Data<'createInvite'>>;
 
   /**
    * List pending invites.
@@ -505,7 +506,7 @@ export interface InvitesResource {
    *
    * `PUT /v1/projects/{namespace}/invites/{username}`
    */
-  accept(namespace: string, username: string, options?: RequestOptions): Promise<Data<'acceptInvite'>>;
+  accept(namespace: string, username: string, options?: RequestOptions): SignalboardPromise<Data<'acceptInvite'>>;
 
   /**
    * Revoke or decline an invite.
@@ -514,7 +515,7 @@ export interface InvitesResource {
    *
    * `DELETE /v1/projects/{namespace}/invites/{username}`
    */
-  delete(namespace: string, username: string, options?: RequestOptions): Promise<Data<'deleteInvite'>>;
+  delete(namespace: string, username: string, options?: RequestOptions): SignalboardPromise<Data<'deleteInvite'>>;
 }
 
 export interface MembersResource {
@@ -526,7 +527,7 @@ export interface MembersResource {
    *
    * `DELETE /v1/projects/{namespace}/members/{username}`
    */
-  remove(namespace: string, username: string, options?: RequestOptions): Promise<Data<'removeMember'>>;
+  remove(namespace: string, username: string, options?: RequestOptions): SignalboardPromise<Data<'removeMember'>>;
 }
 
 export interface EndUsersResource {
@@ -541,7 +542,7 @@ export interface EndUsersResource {
    *
    * `PUT /v1/projects/{namespace}/users/{user_id}`
    */
-  identify(namespace: string, userId: string, body: Body<'identifyEndUser'>, options?: RequestOptions): Promise<Data<'identifyEndUser'>>;
+  identify(namespace: string, userId: string, body: Body<'identifyEndUser'>, options?: RequestOptions): SignalboardPromise<Data<'identifyEndUser'>>;
 
   /**
    * Get an end user.
@@ -550,7 +551,7 @@ export interface EndUsersResource {
    *
    * `GET /v1/projects/{namespace}/users/{user_id}`
    */
-  get(namespace: string, userId: string, options?: RequestOptions): Promise<Data<'getEndUser'>>;
+  get(namespace: string, userId: string, options?: RequestOptions): SignalboardPromise<Data<'getEndUser'>>;
 }
 
 export interface WebhooksResource {
@@ -571,7 +572,7 @@ export interface WebhooksResource {
    *
    * `POST /v1/projects/{namespace}/webhooks`
    */
-  create(namespace: string, body: Body<'createWebhook'>, options?: RequestOptions): Promise<Data<'createWebhook'>>;
+  create(namespace: string, body: Body<'createWebhook'>, options?: RequestOptions): SignalboardPromise<Data<'createWebhook'>>;
 
   /**
    * Get a webhook endpoint.
@@ -580,7 +581,7 @@ export interface WebhooksResource {
    *
    * `GET /v1/projects/{namespace}/webhooks/{webhook_id}`
    */
-  get(namespace: string, webhookId: string, options?: RequestOptions): Promise<Data<'getWebhook'>>;
+  get(namespace: string, webhookId: string, options?: RequestOptions): SignalboardPromise<Data<'getWebhook'>>;
 
   /**
    * Update a webhook endpoint.
@@ -589,7 +590,7 @@ export interface WebhooksResource {
    *
    * `PATCH /v1/projects/{namespace}/webhooks/{webhook_id}`
    */
-  update(namespace: string, webhookId: string, body: Body<'updateWebhook'>, options?: RequestOptions): Promise<Data<'updateWebhook'>>;
+  update(namespace: string, webhookId: string, body: Body<'updateWebhook'>, options?: RequestOptions): SignalboardPromise<Data<'updateWebhook'>>;
 
   /**
    * Delete a webhook endpoint.
@@ -598,7 +599,7 @@ export interface WebhooksResource {
    *
    * `DELETE /v1/projects/{namespace}/webhooks/{webhook_id}`
    */
-  delete(namespace: string, webhookId: string, options?: RequestOptions): Promise<Data<'deleteWebhook'>>;
+  delete(namespace: string, webhookId: string, options?: RequestOptions): SignalboardPromise<Data<'deleteWebhook'>>;
 
   /**
    * List an endpoint's deliveries.
@@ -618,7 +619,7 @@ export interface WebhooksResource {
    *
    * `POST /v1/projects/{namespace}/webhooks/{webhook_id}/deliveries/{delivery_id}/retry`
    */
-  retryDelivery(namespace: string, webhookId: string, deliveryId: string, options?: RequestOptions): Promise<Data<'retryWebhookDelivery'>>;
+  retryDelivery(namespace: string, webhookId: string, deliveryId: string, options?: RequestOptions): SignalboardPromise<Data<'retryWebhookDelivery'>>;
 
   /**
    * Recover missed deliveries.
@@ -629,7 +630,7 @@ export interface WebhooksResource {
    *
    * `POST /v1/projects/{namespace}/webhooks/{webhook_id}/recover`
    */
-  recover(namespace: string, webhookId: string, body: Body<'recoverWebhook'>, options?: RequestOptions): Promise<Data<'recoverWebhook'>>;
+  recover(namespace: string, webhookId: string, body: Body<'recoverWebhook'>, options?: RequestOptions): SignalboardPromise<Data<'recoverWebhook'>>;
 
   /**
    * Rotate a webhook endpoint's secret.
@@ -639,7 +640,7 @@ export interface WebhooksResource {
    *
    * `POST /v1/projects/{namespace}/webhooks/{webhook_id}/secret`
    */
-  rotateSecret(namespace: string, webhookId: string, options?: RequestOptions): Promise<Data<'rotateWebhookSecret'>>;
+  rotateSecret(namespace: string, webhookId: string, options?: RequestOptions): SignalboardPromise<Data<'rotateWebhookSecret'>>;
 
   /**
    * Send a test delivery.
@@ -649,7 +650,7 @@ export interface WebhooksResource {
    *
    * `POST /v1/projects/{namespace}/webhooks/{webhook_id}/test`
    */
-  test(namespace: string, webhookId: string, options?: RequestOptions): Promise<Data<'testWebhook'>>;
+  test(namespace: string, webhookId: string, options?: RequestOptions): SignalboardPromise<Data<'testWebhook'>>;
 }
 
 export interface UsersResource {
@@ -660,7 +661,7 @@ export interface UsersResource {
    *
    * `GET /v1/users/me`
    */
-  me(options?: RequestOptions): Promise<Data<'getCurrentUser'>>;
+  me(options?: RequestOptions): SignalboardPromise<Data<'getCurrentUser'>>;
 
   /**
    * Update the current user.
@@ -675,7 +676,7 @@ export interface UsersResource {
    *
    * `PATCH /v1/users/me`
    */
-  update(body: Body<'updateCurrentUser'>, options?: RequestOptions): Promise<Data<'updateCurrentUser'>>;
+  update(body: Body<'updateCurrentUser'>, options?: RequestOptions): SignalboardPromise<Data<'updateCurrentUser'>>;
 
   /**
    * Delete my account.
@@ -696,7 +697,7 @@ export interface UsersResource {
    *
    * `DELETE /v1/users/me`
    */
-  deleteMe(body: Body<'deleteCurrentUser'>, options?: RequestOptions): Promise<Data<'deleteCurrentUser'>>;
+  deleteMe(body: Body<'deleteCurrentUser'>, options?: RequestOptions): SignalboardPromise<Data<'deleteCurrentUser'>>;
 
   /**
    * Change the e-mail address.
@@ -715,7 +716,7 @@ export interface UsersResource {
    *
    * `PUT /v1/users/me/email`
    */
-  changeEmail(body: Body<'changeEmail'>, options?: RequestOptions): Promise<Data<'changeEmail'>>;
+  changeEmail(body: Body<'changeEmail'>, options?: RequestOptions): SignalboardPromise<Data<'changeEmail'>>;
 
   /**
    * Invites received.
@@ -740,7 +741,7 @@ export interface UsersResource {
    *
    * `PUT /v1/users/me/password`
    */
-  changePassword(body: Body<'changePassword'>, options?: RequestOptions): Promise<Data<'changePassword'>>;
+  changePassword(body: Body<'changePassword'>, options?: RequestOptions): SignalboardPromise<Data<'changePassword'>>;
 }
 
 /** Every operation of the contract as a method, grouped by resource. */
