@@ -58,7 +58,11 @@ export class Requester implements Caller {
 
   paginate<P extends Page>(operation: Operation, input: CallInput, options: RequestOptions | undefined): Paginated<P> {
     const query = (input.query ?? {}) as { cursor?: string };
-    return new Paginated<P>((cursor) => this.call<P>(operation, { ...input, query: { ...query, cursor } }, options), query.cursor);
+    return new Paginated<P>(
+      (cursor) => this.call<P>(operation, { ...input, query: { ...query, cursor } }, options),
+      query.cursor,
+      options?.signal,
+    );
   }
 }
 

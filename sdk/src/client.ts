@@ -37,8 +37,9 @@ export type StreamOptions = Omit<StreamEventsOptions, 'baseUrl' | 'token' | 'nam
 export interface EventsResource extends generated.EventsResource {
   /**
    * The project's events as they are published, as an async iterator that reconnects by itself and
-   * resumes with `Last-Event-ID`: nothing lost, nothing twice (see streamEvents). It ends when
-   * `options.signal` aborts or the loop is left; a refusal (401, 403, 404, 400) throws.
+   * resumes with `Last-Event-ID`: nothing lost, nothing twice (see streamEvents). Leaving the loop
+   * ends it; aborting `options.signal` ends it with a SignalboardAbortError, as it ends every call;
+   * a refusal (401, 403, 404, 400) throws a SignalboardApiError.
    *
    * `GET /v1/projects/{namespace}/events/stream`
    */

@@ -70,7 +70,7 @@ export async function send(outgoing: Outgoing, policy: Policy): Promise<Answer> 
 
 async function attemptOnce(outgoing: Outgoing, policy: Policy): Promise<Answer> {
   const { signal } = policy;
-  if (signal?.aborted) throw aborted(signal);
+  throwIfAborted(signal);
   const controller = new AbortController();
   const abort = () => controller.abort(signal?.reason);
   signal?.addEventListener('abort', abort, { once: true });
@@ -128,6 +128,14 @@ function backoff(attempt: number): number {
 
 function aborted(signal: AbortSignal): SignalboardAbortError {
   return new SignalboardAbortError('The call was aborted.', { code: 'aborted', cause: signal.reason });
+}
+
+/**
+ * Throws a SignalboardAbortError when `signal` has aborted: how every call, list and stream ends
+ * on an abort, whatever it was doing (sending, waiting to retry, between pages or events).
+ */
+export function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw aborted(signal);
 }
 
 /** Waits `ms`; rejects with a SignalboardAbortError as soon as `signal` aborts. */

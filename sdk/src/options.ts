@@ -22,7 +22,11 @@ export interface SignalboardOptions {
 export interface RequestOptions {
   timeout?: number | undefined;
   maxRetries?: number | undefined;
-  /** Aborting it ends the call at once with a SignalboardAbortError (waits between attempts included). */
+  /**
+   * Aborting it ends the call at once with a SignalboardAbortError (`code` `aborted`, `cause` the
+   * signal's reason), whatever it is doing: sending, reading the answer, waiting to retry; a list
+   * at its next page or item. An already aborted signal sends nothing. The stream does the same.
+   */
   signal?: AbortSignal | undefined;
   headers?: Record<string, string> | undefined;
   /**

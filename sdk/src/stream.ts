@@ -9,14 +9,16 @@
  *
  * When the connection drops, it waits the server's `retry:` delay and reconnects with
  * `Last-Event-ID` set to the id of the last event it yielded: the server first sends what was
- * published meanwhile, so nothing is lost or yielded twice. It stops when `signal` aborts (the loop
- * simply ends) and throws a SignalboardApiError when the service refuses the stream (401, 403, 404,
- * 400). Only global `fetch` and web streams are used: it runs in Node.js ≥ 20, Deno, Bun and browsers.
+ * published meanwhile, so nothing is lost or yielded twice. Aborting `signal` ends it as it ends
+ * any call, with a SignalboardAbortError, whether it is connected, connecting or waiting to
+ * reconnect; leaving the loop (`break`) ends it quietly. It throws a SignalboardApiError when the
+ * service refuses the stream (401, 403, 404, 400). Only global `fetch` and web streams are used: it
+ * runs in Node.js ≥ 20, Deno, Bun and browsers.
  * A client's `events.stream(namespace, options)` calls it with the client's URL, token and headers.
  */
 import type { components } from '../../spec/generated/openapi.js';
 import { SignalboardApiError } from './errors.js';
-import { pause } from './http.js';
+import { pause, throwIfAborted } from './http.js';
 import { responseInfo, type ResponseInfo } from './response.js';
 
 type Event = components['schemas']['Event'];
@@ -116,7 +118,11 @@ export interface StreamEventsOptions {
   namespace: string;
   /** Resume after this event: the events published since are yielded first, in order. */
   lastEventId?: string | undefined;
-  /** Aborting ends the iteration (no error) and closes the connection. */
+  /**
+   * Aborting closes the connection and ends the iteration with a SignalboardAbortError (`code`
+   * `aborted`, `cause` the signal's reason), as it ends any call; an already aborted signal
+   * connects nowhere. Leaving the loop instead (`break`, `return`) ends it without an error.
+   */
   signal?: AbortSignal | undefined;
   /** The wait before reconnecting until the server sends its own `retry:` (ms). Default 2000. */
   retryMs?: number | undefined;
@@ -145,7 +151,8 @@ export async function* streamEvents(options: StreamEventsOptions): AsyncGenerato
   let retryMs = options.retryMs ?? 2000;
   const parser = new SseParser();
 
-  while (!signal?.aborted) {
+  for (;;) {
+    throwIfAborted(signal);
     let response: Response;
     try {
       const headers = new Headers(options.headers);
@@ -159,9 +166,9 @@ export async function* streamEvents(options: StreamEventsOptions): AsyncGenerato
         ...(signal ? { signal } : {}),
       });
     } catch (error) {
-      if (signal?.aborted) return;
+      throwIfAborted(signal);
       options.onDisconnect?.(error);
-      await sleep(retryMs, signal);
+      await pause(retryMs, signal);
       continue;
     }
 
@@ -172,7 +179,7 @@ export async function* streamEvents(options: StreamEventsOptions): AsyncGenerato
       if (FINAL_STATUSES.has(response.status)) throw refusal;
       // 429, 5xx: the service is there but cannot serve now; wait (Retry-After when given) and try again.
       options.onDisconnect?.(refusal);
-      await sleep(refusal.retryAfter ? refusal.retryAfter * 1000 : retryMs, signal);
+      await pause(refusal.retryAfter ? refusal.retryAfter * 1000 : retryMs, signal);
       continue;
     }
     if (!response.body || !(response.headers.get('Content-Type') ?? '').startsWith('text/event-stream')) {
@@ -194,12 +201,14 @@ export async function* streamEvents(options: StreamEventsOptions): AsyncGenerato
           if (message.event !== 'event') continue;
           const event = JSON.parse(message.data) as Event;
           lastEventId = message.id ?? event.id;
+          // An abort while the caller held the last event ends the stream here, not after this chunk's events.
+          throwIfAborted(signal);
           yield event;
         }
         if (parser.retry !== undefined) retryMs = parser.retry;
       }
     } catch (error) {
-      if (signal?.aborted) return;
+      throwIfAborted(signal);
       if (error instanceof SyntaxError)
         throw SignalboardApiError.unexpected(answered, `The stream sent an event that is not JSON: ${error.message}`);
       reason = error;
@@ -207,13 +216,8 @@ export async function* streamEvents(options: StreamEventsOptions): AsyncGenerato
       // Runs too when the caller leaves the loop early: the connection is closed, not leaked.
       await reader.cancel().catch(() => undefined);
     }
-    if (signal?.aborted) return;
+    throwIfAborted(signal);
     options.onDisconnect?.(reason);
-    await sleep(retryMs, signal);
+    await pause(retryMs, signal);
   }
-}
-
-/** Waits `ms`, or less when `signal` aborts (the loop then ends). */
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return pause(ms, signal).catch(() => undefined);
 }

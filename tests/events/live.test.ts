@@ -6,7 +6,15 @@
 import { expect } from 'chai';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { Signalboard, SignalboardError, streamEvents, type Event, type ResponseInfo, type Schemas } from '../../sdk/src/index.js';
+import {
+  Signalboard,
+  SignalboardAbortError,
+  SignalboardError,
+  streamEvents,
+  type Event,
+  type ResponseInfo,
+  type Schemas,
+} from '../../sdk/src/index.js';
 import { baseUrl, count, database, startExtraServer } from '../support/harness.js';
 import { apiToken, signUp, type TestUser } from '../support/accounts.js';
 import { call, callAt, expectData, expectError, expectNoContent } from '../support/http.js';
@@ -28,13 +36,23 @@ async function publishMany(base: string, token: string, namespace: string, count
   return events;
 }
 
-/** Consumes an SDK iterator in the background, into `events`, until `controller` aborts or it throws. */
+/** Consumes an SDK iterator in the background, into `events`, until it throws (its signal's abort included). */
 function consume(iterator: AsyncGenerator<Event, void, undefined>) {
   const events: Event[] = [];
   const done = (async () => {
     for await (const event of iterator) events.push(event);
   })();
   return { events, done };
+}
+
+/** Waits for a consumed stream that a test aborted: it ends, as every SDK call does on an abort, with a SignalboardAbortError. */
+async function abortedEnd(done: Promise<void>): Promise<SignalboardAbortError> {
+  const error = await done.then(
+    () => new Error('the stream ended without an error'),
+    (caught: unknown) => caught,
+  );
+  expect(error).to.be.instanceOf(SignalboardAbortError);
+  return error as SignalboardAbortError;
 }
 
 /** The garbage collector, exposed at run time (the test process is not started with --expose-gc). */
@@ -180,12 +198,12 @@ describe('live event stream', () => {
         expect(opens[1]!.at - drops[0]!).to.be.at.least(1_900);
       } finally {
         controller.abort();
-        await done;
+        await abortedEnd(done);
       }
     },
   );
 
-  it('the SDK iterator stops quietly when its signal aborts, and closes the connection', async () => {
+  it('the SDK iterator ends with a SignalboardAbortError when its signal aborts, as every call does; leaving the loop ends it quietly', async () => {
     const project = await createProject(owner.token);
     const controller = new AbortController();
     let opened = false;
@@ -202,8 +220,10 @@ describe('live event stream', () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     await publishMany(baseUrl(), key, project.namespace, 1, 'one');
     await eventually(() => events.length === 1, 5_000, 'one event');
-    controller.abort();
-    await done; // resolves: no error on abort
+    controller.abort(new Error('enough'));
+    const error = await abortedEnd(done);
+    expect(error).to.include({ status: 0, code: 'aborted' });
+    expect((error.cause as Error).message).to.equal('enough');
     // Leaving a loop early (break) also ends it.
     const iterator = streamEvents({ baseUrl: baseUrl(), token: key, namespace: project.namespace, lastEventId: events[0]!.id });
     const pending = iterator.next();
@@ -230,7 +250,7 @@ describe('live event stream', () => {
     const second = await sb.events.publish(project.namespace, 'general', { event: 'bundled again' });
     await eventually(() => received.length === 1, 5_000, 'the second event');
     controller.abort();
-    await done;
+    await abortedEnd(done);
     expect(received).to.deep.equal([second]);
     // onOpen gives each connection's head, as .withResponse() does a call's.
     expect(heads).to.have.length(1);

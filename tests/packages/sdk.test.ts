@@ -549,6 +549,77 @@ describe('SDK: retries, timeouts and errors', function () {
     expect(s.received).to.have.length(1);
   });
 
+  it('ends a list the same way: a SignalboardAbortError at its next item or page, or at once while a page is fetched', async () => {
+    const page = (ids: string[], next: string | null) =>
+      answer(200, { success: true, data: { items: ids.map((id) => ({ id })), next_cursor: next } });
+    const s = await stand(page(['a', 'b', 'c'], 'c1'), page(['d'], null));
+    const controller = new AbortController();
+    const seen: string[] = [];
+    const walk = async (signal: AbortSignal) => {
+      for await (const project of s.client().projects.list(undefined, { signal })) {
+        seen.push(project.id);
+        if (seen.length === 1) controller.abort(new Error('enough'));
+      }
+    };
+    const error = await failure(walk(controller.signal));
+    expect(error).to.be.instanceOf(SignalboardAbortError);
+    expect((error.cause as Error).message).to.equal('enough');
+    expect(seen).to.deep.equal(['a']); // not b and c, already fetched
+    expect(s.received).to.have.length(1);
+
+    const pages = new AbortController();
+    const t = await stand(page(['a'], 'c1'), page(['b'], null));
+    const walked: number[] = [];
+    const paging = (async () => {
+      for await (const one of t.client().projects.list(undefined, { signal: pages.signal }).pages()) {
+        walked.push(one.items.length);
+        pages.abort();
+      }
+    })();
+    expect(await failure(paging)).to.be.instanceOf(SignalboardAbortError);
+    expect(walked).to.deep.equal([1]);
+    expect(t.received).to.have.length(1);
+
+    const u = await stand(page(['a'], 'c1'), silent);
+    const fetching = new AbortController();
+    const started = performance.now();
+    const stalled = failure(
+      (async () => {
+        for await (const project of u.client().projects.list(undefined, { signal: fetching.signal })) seen.push(project.id);
+      })(),
+    );
+    setTimeout(() => fetching.abort(), 200);
+    expect(await stalled).to.be.instanceOf(SignalboardAbortError);
+    expect(performance.now() - started).to.be.below(1000);
+    expect(u.received).to.have.length(2);
+  });
+
+  it('ends the stream the same way: a SignalboardAbortError, connecting nowhere when already aborted, or while waiting to reconnect', async () => {
+    const s = await stand(refusal(503, 'unavailable', { 'Retry-After': '30' }));
+    const before = await failure(
+      s
+        .client()
+        .events.stream('acme', { signal: AbortSignal.abort(new Error('early')) })
+        .next(),
+    );
+    expect(before).to.be.instanceOf(SignalboardAbortError);
+    expect((before.cause as Error).message).to.equal('early');
+    expect(s.received).to.have.length(0);
+
+    const controller = new AbortController();
+    const drops: number[] = [];
+    const waiting = s
+      .client()
+      .events.stream('acme', { signal: controller.signal, onDisconnect: () => drops.push(performance.now()) })
+      .next();
+    setTimeout(() => controller.abort(new Error('enough')), 300);
+    const error = await failure(waiting);
+    expect(error).to.be.instanceOf(SignalboardAbortError);
+    expect(error).to.include({ status: 0, code: 'aborted' });
+    expect(performance.now() - drops[0]!).to.be.below(1000); // not the 30 s Retry-After
+    expect(s.received).to.have.length(1);
+  });
+
   it('reads an answer that is not the contract’s as unexpected_response', async () => {
     const html: Reply = (_request, response) => {
       response.writeHead(502, { 'Content-Type': 'text/html' });
