@@ -92,16 +92,18 @@ async function attemptOnce(outgoing: Outgoing, policy: Policy): Promise<Answer> 
       throw new SignalboardTimeoutError(`No whole answer from ${new URL(outgoing.url).origin} within ${policy.timeout} ms.`, {
         code: 'timeout',
       });
-    // Node.js's fetch says only "fetch failed"; what failed is its cause.
-    const reason = (cause as { cause?: Error }).cause?.message ?? (cause as Error).message;
-    throw new SignalboardConnectionError(`Could not reach ${new URL(outgoing.url).origin}: ${reason}.`, {
-      code: 'network_error',
-      cause,
-    });
+    throw connectionError(outgoing.url, cause);
   } finally {
     clearTimeout(timer);
     signal?.removeEventListener('abort', abort);
   }
+}
+
+/** What fetch threw (or a body's read) as the SDK's `network_error`, naming the origin and what failed. */
+export function connectionError(url: string, cause: unknown): SignalboardConnectionError {
+  // Node.js's fetch says only "fetch failed"; what failed is its cause.
+  const reason = (cause as { cause?: Error } | undefined)?.cause?.message ?? (cause as Error | undefined)?.message;
+  return new SignalboardConnectionError(`Could not reach ${new URL(url).origin}: ${reason}.`, { code: 'network_error', cause });
 }
 
 /**

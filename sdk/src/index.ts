@@ -21,7 +21,7 @@ export {
 export { Paginated } from './pagination.js';
 export { SignalboardPromise, type ResponseInfo, type RateLimit, type WithResponse } from './response.js';
 export { createRawClient, type RawClient } from './raw.js';
-export { streamEvents, SseParser, type StreamEventsOptions, type SseMessage } from './stream.js';
+export { streamEvents, SseParser, type StreamDisconnect, type StreamEventsOptions, type SseMessage } from './stream.js';
 export type { Body, Data, OperationId, Page, PathParam, Query } from './contract.js';
 export { VERSION } from './generated/version.js';
 

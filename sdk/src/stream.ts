@@ -17,8 +17,8 @@
  * A client's `events.stream(namespace, options)` calls it with the client's URL, token and headers.
  */
 import type { components } from '../../spec/generated/openapi.js';
-import { SignalboardApiError } from './errors.js';
-import { pause, throwIfAborted } from './http.js';
+import { SignalboardApiError, type SignalboardConnectionError } from './errors.js';
+import { connectionError, pause, throwIfAborted } from './http.js';
 import { responseInfo, type ResponseInfo } from './response.js';
 
 type Event = components['schemas']['Event'];
@@ -109,6 +109,23 @@ export class SseParser {
   }
 }
 
+/**
+ * Why a connection of the stream was lost or not made, by `kind`; `retryInMs` is how long the
+ * stream waits before connecting again (with Last-Event-ID, so nothing is missed meanwhile).
+ *
+ * - `network`: no answer, or the connection broke mid-stream (refused, reset, no such host, cut);
+ *   `error` is a SignalboardConnectionError whose `cause` is what fetch threw.
+ * - `closed`: the service ended the stream cleanly (it restarted or is draining, or could not
+ *   check access again while its database was away).
+ * - `status`: the service answered a status that reconnecting may change (429 `too_many_streams`
+ *   or `rate_limited`, 5xx); `error` is the SignalboardApiError, and `retryInMs` its Retry-After
+ *   when it sent one. A status reconnecting cannot change (400, 401, 403, 404) is thrown instead.
+ */
+export type StreamDisconnect =
+  | { kind: 'network'; error: SignalboardConnectionError; retryInMs: number }
+  | { kind: 'closed'; retryInMs: number }
+  | { kind: 'status'; status: number; error: SignalboardApiError; retryInMs: number };
+
 export interface StreamEventsOptions {
   /** Where the service runs, e.g. `http://localhost:3000`. */
   baseUrl: string;
@@ -131,8 +148,8 @@ export interface StreamEventsOptions {
    * it resumed from and the answer's head (status, headers, request id, rate limit).
    */
   onOpen?: ((info: { lastEventId: string | undefined; response: ResponseInfo }) => void) | undefined;
-  /** Called when a connection is lost or could not be made, before waiting to reconnect. */
-  onDisconnect?: ((reason: unknown) => void) | undefined;
+  /** Called when a connection is lost or could not be made, with why (see StreamDisconnect), before waiting to reconnect. */
+  onDisconnect?: ((reason: StreamDisconnect) => void) | undefined;
   /** The fetch to use; global `fetch` by default. */
   fetch?: typeof fetch | undefined;
   /** Headers sent with each connection, under the stream's own. */
@@ -167,7 +184,7 @@ export async function* streamEvents(options: StreamEventsOptions): AsyncGenerato
       });
     } catch (error) {
       throwIfAborted(signal);
-      options.onDisconnect?.(error);
+      options.onDisconnect?.({ kind: 'network', error: connectionError(url, error), retryInMs: retryMs });
       await pause(retryMs, signal);
       continue;
     }
@@ -178,8 +195,9 @@ export async function* streamEvents(options: StreamEventsOptions): AsyncGenerato
       const refusal = SignalboardApiError.from({ ...answered, body: await response.text().catch(() => '') });
       if (FINAL_STATUSES.has(response.status)) throw refusal;
       // 429, 5xx: the service is there but cannot serve now; wait (Retry-After when given) and try again.
-      options.onDisconnect?.(refusal);
-      await pause(refusal.retryAfter ? refusal.retryAfter * 1000 : retryMs, signal);
+      const wait = refusal.retryAfter ? refusal.retryAfter * 1000 : retryMs;
+      options.onDisconnect?.({ kind: 'status', status: response.status, error: refusal, retryInMs: wait });
+      await pause(wait, signal);
       continue;
     }
     if (!response.body || !(response.headers.get('Content-Type') ?? '').startsWith('text/event-stream')) {
@@ -191,7 +209,8 @@ export async function* streamEvents(options: StreamEventsOptions): AsyncGenerato
     const reader = response.body.getReader();
     const decoder = new TextDecoder();
     parser.reset();
-    let reason: unknown = 'the server ended the stream';
+    /** Set when the connection broke; a clean end of the body leaves it undefined. */
+    let broken: SignalboardConnectionError | undefined;
     try {
       for (;;) {
         const { done, value } = await reader.read();
@@ -211,13 +230,13 @@ export async function* streamEvents(options: StreamEventsOptions): AsyncGenerato
       throwIfAborted(signal);
       if (error instanceof SyntaxError)
         throw SignalboardApiError.unexpected(answered, `The stream sent an event that is not JSON: ${error.message}`);
-      reason = error;
+      broken = connectionError(url, error);
     } finally {
       // Runs too when the caller leaves the loop early: the connection is closed, not leaked.
       await reader.cancel().catch(() => undefined);
     }
     throwIfAborted(signal);
-    options.onDisconnect?.(reason);
+    options.onDisconnect?.(broken ? { kind: 'network', error: broken, retryInMs: retryMs } : { kind: 'closed', retryInMs: retryMs });
     await pause(retryMs, signal);
   }
 }

@@ -14,6 +14,7 @@ import {
   type Event,
   type ResponseInfo,
   type Schemas,
+  type StreamDisconnect,
 } from '../../sdk/src/index.js';
 import { baseUrl, count, database, startExtraServer } from '../support/harness.js';
 import { apiToken, signUp, type TestUser } from '../support/accounts.js';
@@ -137,6 +138,7 @@ describe('live event stream', () => {
       const controller = new AbortController();
       const opens: { at: number; lastEventId: string | undefined }[] = [];
       const drops: number[] = [];
+      const reasons: StreamDisconnect[] = [];
       let connections = 0;
       // The first connection breaks in the middle of its 10th event message, as a network failure would.
       const breakingFetch: typeof fetch = async (input, init) => {
@@ -178,7 +180,10 @@ describe('live event stream', () => {
           signal: controller.signal,
           fetch: breakingFetch,
           onOpen: ({ lastEventId }) => opens.push({ at: performance.now(), lastEventId }),
-          onDisconnect: () => drops.push(performance.now()),
+          onDisconnect: (reason) => {
+            drops.push(performance.now());
+            reasons.push(reason);
+          },
         }),
       );
       try {
@@ -194,6 +199,9 @@ describe('live event stream', () => {
         expect(opens[0]!.lastEventId).to.equal(undefined);
         expect(opens[1]!.lastEventId).to.equal(published[8]!.id); // the 9th was the last whole message
         expect(drops).to.have.length(1);
+        // The cut connection is a network failure, and the wait is the server's `retry:`.
+        expect(reasons).to.have.length(1);
+        expect(reasons[0]).to.include({ kind: 'network', retryInMs: 2000 });
         // The server asks for 2000 ms; the SDK waited that long before reconnecting.
         expect(opens[1]!.at - drops[0]!).to.be.at.least(1_900);
       } finally {
@@ -346,16 +354,32 @@ describe('live event stream', () => {
     }
   });
 
-  it('a deleted project ends its streams within 2 s', async () => {
+  it('a deleted project ends its streams within 2 s; the SDK sees the service close it (onDisconnect closed), then throws the 404', async () => {
     const project = await createProject(owner.token);
     const stream = await RawStream.open(streamUrl(project.namespace), { token: key });
+    const reasons: StreamDisconnect[] = [];
+    let opened = false;
+    const sdk = consume(
+      streamEvents({
+        baseUrl: baseUrl(),
+        token: key,
+        namespace: project.namespace,
+        onOpen: () => (opened = true),
+        onDisconnect: (reason) => reasons.push(reason),
+      }),
+    );
     try {
       await stream.until(() => stream.retry !== undefined, 5_000);
+      await eventually(() => opened, 5_000, 'the SDK stream');
       const started = performance.now();
       expectNoContent(await call('DELETE', projectPath(project.namespace), owner.token));
       const how = await Promise.race([stream.ended, new Promise((resolve) => setTimeout(() => resolve('still open'), 2_000))]);
       expect(how).to.equal('end');
       expect(stream.endedAt! - started).to.be.below(2_000);
+      const refusal = (await sdk.done.catch((error: unknown) => error)) as SignalboardError;
+      expect(refusal).to.be.instanceOf(SignalboardError);
+      expect([refusal.status, refusal.code]).to.deep.equal([404, 'not_found']);
+      expect(reasons).to.deep.equal([{ kind: 'closed', retryInMs: 2000 }]);
     } finally {
       stream.close();
     }

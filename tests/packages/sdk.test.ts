@@ -21,6 +21,7 @@ import {
   SignalboardTimeoutError,
   VERSION,
   type SignalboardOptions,
+  type StreamDisconnect,
 } from '../../sdk/src/index.js';
 import { clientMethods, sdkOperationsSource, type OpenApiDocument } from '../../scripts/sdk-methods.js';
 import { baseUrl, count, secret, sql, startRateLimitedServer } from '../support/harness.js';
@@ -618,6 +619,63 @@ describe('SDK: retries, timeouts and errors', function () {
     expect(error).to.include({ status: 0, code: 'aborted' });
     expect(performance.now() - drops[0]!).to.be.below(1000); // not the 30 s Retry-After
     expect(s.received).to.have.length(1);
+  });
+
+  it('onDisconnect says why, by kind: status (a 503, waiting its Retry-After), closed (the service ended it), network (cut, refused)', async () => {
+    /** A stream that asks for 50 ms between connections, sends `events`, then ends (or is cut, or stays open). */
+    const sse =
+      (end: 'end' | 'cut' | 'open', ...events: string[]): Reply =>
+      (request, response) => {
+        response.writeHead(200, { 'Content-Type': 'text/event-stream', 'X-Request-Id': 'stand-in-sse' });
+        response.write(`retry: 50\n\n${events.map((id) => `id: ${id}\nevent: event\ndata: {"id":"${id}"}\n\n`).join('')}`);
+        if (end === 'end') response.end();
+        else if (end === 'cut') setTimeout(() => request.socket.destroy(), 20);
+      };
+    const s = await stand(refusal(503, 'unavailable', { 'Retry-After': '1' }), sse('end', 'e1'), sse('cut'), sse('open', 'e2'));
+    const reasons: StreamDisconnect[] = [];
+    const seen: string[] = [];
+    for await (const event of s.client().events.stream('acme', { onDisconnect: (reason) => reasons.push(reason) })) {
+      seen.push(event.id);
+      if (event.id === 'e2') break;
+    }
+    expect(seen).to.deep.equal(['e1', 'e2']);
+    expect(reasons.map((reason) => [reason.kind, reason.retryInMs])).to.deep.equal([
+      ['status', 1000],
+      ['closed', 50],
+      ['network', 50],
+    ]);
+    const [status, , network] = reasons;
+    if (status?.kind !== 'status' || network?.kind !== 'network') throw new Error('the kinds narrow the reason');
+    expect(status.status).to.equal(503);
+    expect(status.error).to.be.instanceOf(SignalboardApiError);
+    expect(status.error).to.include({ code: 'unavailable', requestId: 'stand-in-503', retryAfter: 1 });
+    expect(network.error).to.be.instanceOf(SignalboardConnectionError);
+    expect(network.error).to.include({ code: 'network_error', status: 0 });
+    expect(s.received.map((r) => r.headers['last-event-id'])).to.deep.equal([undefined, undefined, 'e1', 'e1']);
+
+    // A connection that cannot be made at all.
+    const t = await stand(success());
+    await t.close();
+    const controller = new AbortController();
+    const refused: StreamDisconnect[] = [];
+    const ended = failure(
+      t
+        .client()
+        .events.stream('acme', {
+          signal: controller.signal,
+          retryMs: 50,
+          onDisconnect: (reason) => {
+            refused.push(reason);
+            controller.abort();
+          },
+        })
+        .next(),
+    );
+    expect(await ended).to.be.instanceOf(SignalboardAbortError);
+    expect(refused).to.have.length(1);
+    expect(refused[0]).to.include({ kind: 'network', retryInMs: 50 });
+    const error = (refused[0] as Extract<StreamDisconnect, { kind: 'network' }>).error;
+    expect(error.message).to.match(/^Could not reach http:\/\/127\.0\.0\.1:\d+: connect ECONNREFUSED/);
   });
 
   it('reads an answer that is not the contract’s as unexpected_response', async () => {
