@@ -1,11 +1,13 @@
 /**
- * The conformance suite as operators get it: `@signalboard/tools` packed with `npm pack`, installed
- * into a new, empty project in a temporary folder (no repository around it), and run there as
- * `npx signalboard conformance …` against the live test server. The package must carry its own copy
- * of the contract and nothing of the server.
+ * The conformance suite as operators get it, by the commands tools/README.md gives while the package
+ * is not on the npm registry: packed with `npm pack -w tools` at the repository's root, installed
+ * from the tarball into a new, empty project in a temporary folder (no repository around it), and run
+ * there as `npx signalboard conformance …` against the live test server; and run straight from the
+ * tarball with `npx --yes ./signalboard-tools-<version>.tgz`. The package must carry its own copy of the
+ * contract and nothing of the server.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -62,10 +64,12 @@ describe('the tools package (npx @signalboard/tools)', function () {
 
   const signalboard = (args: string[]): Promise<Outcome> => runInstalledBin(dir, 'signalboard', args, { maxBuffer: 64 * 1024 * 1024 });
 
+  let tarball: string;
+
   before(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'signalboard-tools-consumer-'));
-    await run('npm', ['pack', '--pack-destination', dir], { cwd: path.join(root, 'tools') });
-    const tarball = readdirSync(dir).find((f) => f.endsWith('.tgz'))!;
+    await run('npm', ['pack', '-w', 'tools', '--pack-destination', dir], { cwd: root });
+    tarball = readdirSync(dir).find((f) => f.endsWith('.tgz'))!;
     writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
     await run('npm', ['install', '--no-audit', '--no-fund', `./${tarball}`], { cwd: dir });
   });
@@ -141,6 +145,31 @@ describe('the tools package (npx @signalboard/tools)', function () {
       expect(readFileSync(junit, 'utf8')).to.match(/<testsuites [^>]*tests="[1-9]\d*" failures="0" errors="0"/);
     },
   );
+
+  it("runs as tools/README.md says: straight from the tarball (npx --yes ./signalboard-tools-<version>.tgz), and by the package's name once installed", async () => {
+    const readme = readFileSync(path.join(root, 'tools/README.md'), 'utf8');
+    for (const command of [
+      'npm pack -w tools',
+      'npx --yes ./signalboard-tools-<version>.tgz conformance',
+      'npm install ./signalboard-tools-<version>.tgz',
+      'npx signalboard conformance',
+      'npm publish -w tools --access public',
+    ])
+      expect(readme, 'a command tools/README.md gives').to.include(command);
+    expect(tarball).to.match(/^signalboard-tools-\d+\.\d+\.\d+\.tgz$/);
+
+    const bare = mkdtempSync(path.join(os.tmpdir(), 'signalboard-tools-npx-'));
+    try {
+      copyFileSync(path.join(dir, tarball), path.join(bare, tarball));
+      const { stdout } = await run('npx', ['--yes', `./${tarball}`, 'conformance', '--list'], { cwd: bare, maxBuffer: 16 * 1024 * 1024 });
+      expect(stdout.trim().split('\n').pop()).to.match(/^\d+ cases over (\d+) of the \1 operations of /);
+      expect(readdirSync(bare), 'npx installs nothing into the folder').to.deep.equal([tarball]);
+    } finally {
+      rmSync(bare, { recursive: true, force: true });
+    }
+    const byName = await run('npx', ['--no-install', '@signalboard/tools', '--version'], { cwd: dir });
+    expect(byName.stdout).to.match(/^@signalboard\/tools \d+\.\d+\.\d+ \(contract: /);
+  });
 
   it('answers usage errors with exit 2: an unknown command, and conformance without --base-url', async () => {
     const unknown = await signalboard(['nonsense']);

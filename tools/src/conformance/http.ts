@@ -3,11 +3,13 @@
  * contract as it arrives and kept (method, path, operation, status, problems) for the coverage and
  * the reports. Never kept: request bodies (they hold passwords and invite codes), tokens, headers.
  *
- * A 429 the case did not ask for (the deployment's rate limits are on and the suite ran into them)
- * is judged like any answer, then the request is retried after `Retry-After` seconds, so a run
- * against a deployment with the default limits is slower but still complete.
+ * Requests keep to the deployment's rate limits (pacing.ts): one its `RateLimit-*` headers say has
+ * no room left waits until the window resets. Should a 429 come anyway (no such headers, or someone
+ * else spending the same count), one the case did not ask for is judged like any answer, then the
+ * request is sent again after `Retry-After` seconds, so a run is slower but still complete.
  */
 import type { ContractModel, RouteResult } from './contract.js';
+import { Pacer, type Counted, type PacedWait } from './pacing.js';
 
 export interface Request {
   method: string;
@@ -123,9 +125,9 @@ export interface ClientOptions {
   baseUrl: string;
   contract: ContractModel;
   timeoutMs: number;
-  /** Called when the suite waits for a rate limit it did not ask for. */
-  onWait?: (seconds: number, exchange: Exchange) => void;
-  /** Longest wait for an unprovoked 429 (seconds); past it the answer is returned as it is. */
+  /** Called before the suite waits for a rate limit. */
+  onWait?: (wait: PacedWait) => void;
+  /** Longest wait for a rate limit (seconds); past it the request goes, or its 429 is returned as it is. */
   maxWaitSeconds?: number;
   userAgent: string;
 }
@@ -133,10 +135,13 @@ export interface ClientOptions {
 export class Client {
   readonly exchanges: Exchange[] = [];
   caseIndex = -1;
-  /** Unprovoked 429s the suite waited out. */
-  waits = 0;
+  /** 429 answers to requests that did not ask for one. */
+  refusals = 0;
+  readonly pacer: Pacer;
 
-  constructor(private readonly options: ClientOptions) {}
+  constructor(private readonly options: ClientOptions) {
+    this.pacer = new Pacer({ maxWaitMs: (options.maxWaitSeconds ?? 65) * 1000, ...(options.onWait ? { onWait: options.onWait } : {}) });
+  }
 
   get baseUrl(): string {
     return this.options.baseUrl;
@@ -144,6 +149,14 @@ export class Client {
 
   routeOf(method: string, path: string): RouteResult {
     return this.options.contract.route(method, path.split('?')[0]!);
+  }
+
+  /** What the pacer counts the request by: its operation, and the token it carries. */
+  private counted(request: Request): Counted {
+    const routed = this.routeOf(request.method, request.path);
+    const op = routed.kind === 'operation' ? routed.op : undefined;
+    const credential = request.authorization !== undefined ? request.authorization.trim().split(/\s+/).pop() : request.token;
+    return { operationId: op?.operationId, isPublic: op?.isPublic ?? true, credential: credential || undefined };
   }
 
   private init(request: Request, signal: AbortSignal): RequestInit {
@@ -180,30 +193,50 @@ export class Client {
     return exchange;
   }
 
+  /**
+   * `exchange()` sends `request` once: it waits first while the request's count has nothing left
+   * (unless the request is meant to provoke 429), and its answer tells the pacer where the count stands.
+   */
+  private async paced<T extends Exchange>(request: Request, exchange: () => Promise<T>): Promise<T> {
+    const counted = this.counted(request);
+    const bucket = this.pacer.bucketOf(counted);
+    const held = !request.expect429;
+    if (held) await this.pacer.take(bucket);
+    let answer: T | undefined;
+    try {
+      answer = await exchange();
+      return answer;
+    } finally {
+      this.pacer.settle(bucket, held, counted, answer);
+    }
+  }
+
   /** Sends one request and reads the whole answer. */
   async send(request: Request): Promise<Exchange> {
     for (let attempt = 0; ; attempt++) {
-      const started = performance.now();
-      const signal = AbortSignal.timeout(this.options.timeoutMs);
-      let response: Response;
-      let text: string;
-      try {
-        response = await fetch(this.options.baseUrl + request.path, this.init(request, signal));
-        text = await response.text();
-      } catch (error) {
-        const reason =
-          (error as Error).name === 'TimeoutError'
-            ? `no answer within ${this.options.timeoutMs} ms`
-            : `${(error as Error).message}${(error as { cause?: Error }).cause ? ` (${(error as { cause: Error }).cause.message})` : ''}`;
-        throw new TransportError(`${request.method} ${request.path}: ${reason}`);
-      }
-      const exchange = this.record(request, response, text, started);
-      if (exchange.status !== 429 || request.expect429 || attempt >= 3) return exchange;
-      const seconds = Math.max(1, Number.parseInt(response.headers.get('retry-after') ?? '', 10) || 1);
-      if (seconds > (this.options.maxWaitSeconds ?? 65)) return exchange;
-      this.waits += 1;
-      this.options.onWait?.(seconds, exchange);
-      await new Promise((resolve) => setTimeout(resolve, seconds * 1000 + 100));
+      const exchange = await this.paced(request, async () => {
+        const started = performance.now();
+        const signal = AbortSignal.timeout(this.options.timeoutMs);
+        let response: Response;
+        let text: string;
+        try {
+          response = await fetch(this.options.baseUrl + request.path, this.init(request, signal));
+          text = await response.text();
+        } catch (error) {
+          const reason =
+            (error as Error).name === 'TimeoutError'
+              ? `no answer within ${this.options.timeoutMs} ms`
+              : `${(error as Error).message}${(error as { cause?: Error }).cause ? ` (${(error as { cause: Error }).cause.message})` : ''}`;
+          throw new TransportError(`${request.method} ${request.path}: ${reason}`);
+        }
+        return this.record(request, response, text, started);
+      });
+      if (exchange.status !== 429 || request.expect429) return exchange;
+      this.refusals += 1;
+      const seconds = Math.max(1, Number.parseInt(exchange.headers.get('retry-after') ?? '', 10) || 1);
+      if (attempt >= 3 || seconds > (this.options.maxWaitSeconds ?? 65)) return exchange;
+      // The count is spent for that long, whatever pacing expected: the next attempt waits it out.
+      this.pacer.refused(this.pacer.bucketOf(this.counted(request)), seconds);
     }
   }
 
@@ -211,25 +244,27 @@ export class Client {
    * Opens an event stream: the answer is judged on its status, headers and content type; a 200
    * event stream is handed back open for the case to read (and abort), anything else is read whole.
    */
-  async openStream(request: Request): Promise<StreamExchange> {
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), this.options.timeoutMs);
-    const started = performance.now();
-    let response: Response;
-    try {
-      response = await fetch(
-        this.options.baseUrl + request.path,
-        this.init({ ...request, headers: { Accept: 'text/event-stream', ...(request.headers ?? {}) } }, controller.signal),
-      );
-    } catch (error) {
-      throw new TransportError(`${request.method} ${request.path}: ${(error as Error).message}`);
-    } finally {
-      clearTimeout(timer);
-    }
-    const isStream = response.status === 200 && /^text\/event-stream\b/i.test(response.headers.get('content-type') ?? '');
-    const text = isStream ? undefined : await response.text();
-    const exchange = this.record(request, response, text, started);
-    return { ...exchange, response, abort: () => controller.abort() };
+  openStream(request: Request): Promise<StreamExchange> {
+    return this.paced(request, async () => {
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(), this.options.timeoutMs);
+      const started = performance.now();
+      let response: Response;
+      try {
+        response = await fetch(
+          this.options.baseUrl + request.path,
+          this.init({ ...request, headers: { Accept: 'text/event-stream', ...(request.headers ?? {}) } }, controller.signal),
+        );
+      } catch (error) {
+        throw new TransportError(`${request.method} ${request.path}: ${(error as Error).message}`);
+      } finally {
+        clearTimeout(timer);
+      }
+      const isStream = response.status === 200 && /^text\/event-stream\b/i.test(response.headers.get('content-type') ?? '');
+      const text = isStream ? undefined : await response.text();
+      const exchange = this.record(request, response, text, started);
+      return { ...exchange, response, abort: () => controller.abort() };
+    });
   }
 }
 

@@ -98,7 +98,20 @@ export interface ConformanceResult {
   options: { rateLimits: boolean; stripeWebhookSecret: boolean; inviteUses: number };
   tag: string;
   cases: CaseResult[];
-  counts: { total: number; passed: number; failed: number; blocked: number; requests: number; waits: number };
+  counts: {
+    total: number;
+    passed: number;
+    failed: number;
+    blocked: number;
+    requests: number;
+    /** Times the run held a request back for the deployment's rate limits, and for how long in all. */
+    waits: number;
+    waitedMs: number;
+    /** 429 answers to requests that did not ask for one (waited out and sent again, up to three times a request). */
+    refusals: number;
+    /** Requests counted against this address's sign-in limit (the operations of SIGN_IN_OPERATIONS, pacing.ts). */
+    signInRequests: number;
+  };
   nonConformance: NonConformance[];
   coverage: Coverage;
   uncoveredOperations: string[];
@@ -188,10 +201,10 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     contract,
     timeoutMs: options.timeoutMs ?? 30_000,
     userAgent: 'signalboard-conformance',
-    onWait: (seconds, exchange) =>
+    onWait: (wait) =>
       log(
-        `        rate-limited (${exchange.operation ?? `${exchange.method} ${exchange.url}`} got 429): waiting ${seconds} s as ` +
-          `Retry-After says`,
+        `        ${wait.source === 'Retry-After' ? 'a 429 the run did not ask for, on' : 'nothing left of'} ${wait.limit}: waiting ` +
+          `${(wait.ms / 1000).toFixed(1)} s as ${wait.source} says`,
       ),
   });
   const tag = `cf${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
@@ -315,7 +328,10 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     failed: results.filter((r) => r.outcome === 'failed').length,
     blocked: results.filter((r) => r.outcome === 'blocked').length,
     requests: client.exchanges.length,
-    waits: client.waits,
+    waits: client.pacer.waits,
+    waitedMs: Math.round(client.pacer.waitedMs),
+    refusals: client.refusals,
+    signInRequests: client.pacer.signInRequests,
   };
   const reasons: string[] = [];
   if (counts.failed) reasons.push(`${counts.failed} case(s) failed`);

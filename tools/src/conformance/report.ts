@@ -16,15 +16,27 @@ export function coverageLine(result: ConformanceResult): string {
   );
 }
 
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+/** How the run fared with the deployment's rate limits: what it spent of the sign-in limit, its waits, and 429s it did not ask for. */
+export function rateLimitLine(result: ConformanceResult): string {
+  const { signInRequests, waits, waitedMs, refusals } = result.counts;
+  return (
+    `${signInRequests} request${signInRequests === 1 ? '' : 's'} counted against this address's sign-in limit; ` +
+    (waits ? `waited ${waits} time${waits === 1 ? '' : 's'} for a limit's window to reset, ${seconds(waitedMs)} in all` : 'no wait') +
+    `; ${refusals || 'no'} 429 answer${refusals === 1 ? '' : 's'} the run did not ask for`
+  );
+}
+
 export function summary(result: ConformanceResult): string {
   const lines: string[] = [];
   const { counts } = result;
   lines.push('');
   lines.push(`Conformance of ${result.baseUrl} to ${result.contract}`);
   lines.push(
-    `  cases: ${counts.passed} passed, ${counts.failed} failed, ${counts.blocked} blocked, of ${counts.total}; ${counts.requests} ` +
-      `requests${counts.waits ? `, ${counts.waits} wait(s) for the deployment's rate limit` : ''}`,
+    `  cases: ${counts.passed} passed, ${counts.failed} failed, ${counts.blocked} blocked, of ${counts.total}; ${counts.requests} requests`,
   );
+  lines.push(`  rate limits: ${rateLimitLine(result)}`);
   lines.push(`  coverage: ${coverageLine(result)}`);
   const failed = result.cases.filter((c) => c.outcome !== 'passed');
   if (failed.length) {
@@ -74,7 +86,10 @@ export function summary(result: ConformanceResult): string {
         `${done.length ? `done: ${done.join('; ')}` : 'nothing removed'}${notDone.length ? `; FAILED: ${notDone.join('; ')}` : ''}`,
     );
   if (result.cleanup.left.length) lines.push(`  left behind: ${result.cleanup.left.join('; ')}`);
-  lines.push('', `Run time: ${(result.durationMs / 1000).toFixed(1)} s`);
+  lines.push(
+    '',
+    `Run time: ${seconds(result.durationMs)}${counts.waitedMs ? `, ${seconds(counts.waitedMs)} of it waiting on the deployment's rate limits` : ''}`,
+  );
   lines.push(result.ok ? 'Result: CONFORMS' : `Result: DOES NOT CONFORM: ${result.reasons.join('; ')}`);
   return lines.join('\n');
 }

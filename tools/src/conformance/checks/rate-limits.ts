@@ -15,6 +15,7 @@
 import { randomToken, type CaseContext, type CaseDef } from '../case.js';
 import type { ContractModel } from '../contract.js';
 import type { Exchange } from '../http.js';
+import { SIGN_IN_OPERATIONS } from '../pacing.js';
 import { concretePath } from './common.js';
 
 const group = 'rate limits';
@@ -43,22 +44,6 @@ async function spend(t: CaseContext, send: () => Promise<Exchange>): Promise<Exc
   throw new Error(`${sent} requests within the minute, none refused with 429 (RateLimit-Limit says ${limit})`);
 }
 
-/**
- * Operations counted per client address against the sign-up and login limit, whatever credential
- * they carry, each with what it is called: login spends the limit, the others find it spent.
- */
-const ADDRESS_COUNTED = [
-  ['login', 'POST', '/v1/auth/login', 'login'],
-  ['signup', 'POST', '/v1/auth/signup', 'sign-up'],
-  ['requestPasswordReset', 'POST', '/v1/auth/password-reset', 'a password reset request'],
-  ['confirmPasswordReset', 'POST', '/v1/auth/password-reset/confirm', "a password reset's confirmation"],
-  ['changePassword', 'PUT', '/v1/users/me/password', 'a password change'],
-  ['changeEmail', 'PUT', '/v1/users/me/email', 'an e-mail change'],
-  ['confirmEmailChange', 'POST', '/v1/auth/email-confirm', "an e-mail change's confirmation"],
-  ['revertEmailChange', 'POST', '/v1/auth/email-revert', "an e-mail change's undo"],
-  ['deleteCurrentUser', 'DELETE', '/v1/users/me', "an account's deletion"],
-] as const;
-
 export function rateLimitCases(contract: ContractModel): CaseDef[] {
   const credential = `Bearer ${randomToken()}`;
   const cases: CaseDef[] = [
@@ -76,7 +61,7 @@ export function rateLimitCases(contract: ContractModel): CaseDef[] {
   ];
   for (const op of contract.operations) {
     if (!op.statuses.includes(429) || op.operationId === 'getRoot') continue;
-    if (ADDRESS_COUNTED.some(([operationId]) => operationId === op.operationId)) continue;
+    if (SIGN_IN_OPERATIONS.some(([operationId]) => operationId === op.operationId)) continue;
     cases.push({
       group,
       op: op.key,
@@ -104,7 +89,9 @@ export function rateLimitCases(contract: ContractModel): CaseDef[] {
       },
     });
   }
-  for (const [operationId, method, path, name] of ADDRESS_COUNTED) {
+  // Counted per address against the sign-in limit whatever credential they carry: login spends the
+  // limit (it comes first), the others find it spent.
+  for (const [operationId, method, path, name] of SIGN_IN_OPERATIONS) {
     cases.push({
       group,
       op: `${method} ${path}`,
