@@ -11,13 +11,15 @@
  */
 import type { components } from '../../spec/generated/openapi.js';
 import { Requester, type RequestOptions } from './caller.js';
-import type { Body, Data, Equal, Expect, PathParam } from './contract.js';
+import type { Body, Data } from './contract.js';
 import { SignalboardError } from './errors.js';
 import * as generated from './generated/operations.js';
 import { clientHeaders, settingsOf, type Settings, type SignalboardOptions } from './options.js';
 import type { SignalboardPromise } from './response.js';
 import { streamEvents, type StreamEventsOptions } from './stream.js';
 
+// The hand-written methods' parameters are plain types, as the generated ones are, and held to the
+// contract too: the stream's in stream.ts (StreamParamTypes), `increment`'s by its call of `update`.
 export interface InsightsResource extends generated.InsightsResource {
   /**
    * Adds `by` (1 unless given) to a numeric insight, atomically: two increments at once both count.
@@ -36,21 +38,16 @@ export type StreamOptions = Omit<StreamEventsOptions, 'baseUrl' | 'token' | 'nam
 
 export interface EventsResource extends generated.EventsResource {
   /**
-   * The project's events as they are published, as an async iterator that reconnects by itself and
-   * resumes with `Last-Event-ID`: nothing lost, nothing twice (see streamEvents). Leaving the loop
-   * ends it; aborting `options.signal` ends it with a SignalboardAbortError, as it ends every call;
-   * a refusal (401, 403, 404, 400) throws a SignalboardApiError.
+   * The project's events as they are published (`options.feed`: one feed's only), as an async
+   * iterator that reconnects by itself and resumes with `Last-Event-ID`: nothing lost, nothing
+   * twice (see streamEvents). Leaving the loop ends it; aborting `options.signal` ends it with a
+   * SignalboardAbortError, as it ends every call; a refusal (401, 403, 404, 400) throws a
+   * SignalboardApiError.
    *
    * `GET /v1/projects/{namespace}/events/stream`
    */
   stream(namespace: string, options?: StreamOptions): AsyncGenerator<components['schemas']['Event'], void, undefined>;
 }
-
-/**
- * The hand-written methods' path parameters are plain types too, held to the contract's as the
- * generated ones are (PathParamTypes); `increment`'s are `update`'s, whose call checks them.
- */
-export type HandWrittenPathTypes = [Expect<Equal<string, PathParam<'streamEvents', 'namespace'>>>];
 
 export class Signalboard extends generated.Resources {
   declare readonly insights: InsightsResource;

@@ -17,11 +17,21 @@
  * A client's `events.stream(namespace, options)` calls it with the client's URL, token and headers.
  */
 import type { components } from '../../spec/generated/openapi.js';
+import type { Equal, Expect, PathParam, Query } from './contract.js';
 import { SignalboardApiError, type SignalboardConnectionError } from './errors.js';
 import { connectionError, pause, throwIfAborted } from './http.js';
 import { responseInfo, type ResponseInfo } from './response.js';
 
 type Event = components['schemas']['Event'];
+
+/**
+ * The stream's parameters are plain types in StreamEventsOptions, held to the contract's as the
+ * generated methods' are (PathParamTypes): a drift fails to compile here.
+ */
+export type StreamParamTypes = [
+  Expect<Equal<string, PathParam<'streamEvents', 'namespace'>>>,
+  Expect<Equal<string | undefined, Query<'streamEvents'>['feed']>>,
+];
 
 /** One dispatched Server-Sent Events message. */
 export interface SseMessage {
@@ -133,6 +143,11 @@ export interface StreamEventsOptions {
   token?: string | undefined;
   /** The project's namespace. */
   namespace: string;
+  /**
+   * Only this feed's events (its name), after a reconnection too. A feed the project does not have
+   * throws a SignalboardApiError 404 `not_found`; a malformed name, 400 `invalid_request`.
+   */
+  feed?: string | undefined;
   /** Resume after this event: the events published since are yielded first, in order. */
   lastEventId?: string | undefined;
   /**
@@ -163,7 +178,9 @@ export async function* streamEvents(options: StreamEventsOptions): AsyncGenerato
   const { signal } = options;
   // Called unbound: a browser's fetch throws when called as a method of another object.
   const doFetch = options.fetch ?? fetch;
-  const url = `${options.baseUrl.replace(/\/+$/, '')}/v1/projects/${encodeURIComponent(options.namespace)}/events/stream`;
+  const url =
+    `${options.baseUrl.replace(/\/+$/, '')}/v1/projects/${encodeURIComponent(options.namespace)}/events/stream` +
+    (options.feed === undefined ? '' : `?feed=${encodeURIComponent(options.feed)}`);
   let lastEventId = options.lastEventId;
   let retryMs = options.retryMs ?? 2000;
   const parser = new SseParser();

@@ -689,6 +689,11 @@ export interface paths {
          *     project, a logout or a revoked API token ends the stream at once. A client that leaves 1 MiB
          *     unread for 15 s is disconnected (it resumes with `Last-Event-ID`). A user holds at most
          *     `MAX_STREAMS_PER_USER` streams at once on an instance (20 by default): 429 `too_many_streams`.
+         *
+         *     With `feed`, the stream carries the events of the project's feed of that name and no others,
+         *     the ones sent first after a `Last-Event-ID` included. A name the project has no feed under is
+         *     404 `not_found`, as on every route that names a feed (publishing to it, changing or deleting
+         *     it), and nothing is streamed.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -6084,7 +6089,10 @@ export interface operations {
     };
     streamEvents: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only this feed's events, resumption included; a feed the project does not have is 404. */
+                feed?: components["schemas"]["FeedName"];
+            };
             header?: {
                 "Last-Event-ID"?: components["schemas"]["Id"];
             };

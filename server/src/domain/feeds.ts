@@ -16,8 +16,9 @@ const NAME_TAKEN = {
 
 export const feedNotFound = () => new NotFound('No feed with this name in this project.');
 
-async function feedNamed(em: EntityManager, project: Project, name: string): Promise<Feed> {
-  const feed = await findFeed(em, project.id, name);
+/** The project's feed of that name; 404 `not_found` when it has none. */
+export async function feedNamed(em: EntityManager, projectId: string, name: string): Promise<Feed> {
+  const feed = await findFeed(em, projectId, name);
   if (!feed) throw feedNotFound();
   return feed;
 }
@@ -56,7 +57,7 @@ export async function editFeed(em: EntityManager, actor: User, project: Project,
   const update = () =>
     transaction(em, async (tx) => {
       await lockProject(tx, project.id, 'key share');
-      const feed = await feedNamed(tx, project, name);
+      const feed = await feedNamed(tx, project.id, name);
       const fields = (['name', 'description', 'emoji'] as const).filter(
         (field) => input[field] !== undefined && input[field] !== feed[field],
       );
@@ -77,7 +78,7 @@ export async function editFeed(em: EntityManager, actor: User, project: Project,
 export async function removeFeed(em: EntityManager, actor: User, project: Project, name: string): Promise<void> {
   await transaction(em, async (tx) => {
     await lockProject(tx, project.id, 'no key update');
-    const feed = await feedNamed(tx, project, name);
+    const feed = await feedNamed(tx, project.id, name);
     if ((await countFeeds(tx, project.id)) <= 1) throw new Conflict('last_feed', 'A project keeps at least one feed.');
     if (!(await deleteFeedRow(tx, feed.id))) throw feedNotFound();
     recordActivity(tx, project, actor, 'feed.deleted', { feed: feed.name });

@@ -2,6 +2,7 @@ import type { Handler } from '../http/handler-types.js';
 import { projectAccess } from '../domain/access.js';
 import { eventCounts } from '../domain/event-counts.js';
 import { eventsOf } from '../domain/events.js';
+import { feedNamed } from '../domain/feeds.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
 import { presentEvent, presentEventCounts } from '../presenters/project.js';
 
@@ -32,8 +33,10 @@ export const countEvents: Handler<'countEvents'> = async ({ params, query, calle
   return { status: 200, data: presentEventCounts(await eventCounts(em, project, query)) };
 };
 
-export const streamEvents: Handler<'streamEvents'> = async ({ params, headers, caller, em, services }) => {
+/** `feed` is resolved to its id once, before the stream opens: an unknown name is the 404 every feed route answers. */
+export const streamEvents: Handler<'streamEvents'> = async ({ params, query, headers, caller, em, services }) => {
   const { projectId } = await projectAccess(em, caller, params.namespace, 'event.stream');
+  const feedId = query.feed === undefined ? undefined : (await feedNamed(em, projectId, query.feed)).id;
   const viewer = { projectId, userId: caller.userId, credentialId: caller.credentialId, credentialKind: caller.kind };
-  return { status: 200, stream: await services.live.open(viewer, headers['Last-Event-ID']) };
+  return { status: 200, stream: await services.live.open(viewer, headers['Last-Event-ID'], feedId) };
 };

@@ -14,7 +14,9 @@
  * data unread for `stallMs` is disconnected; it resumes with `Last-Event-ID` later.
  *
  * Clients at the same cursor share one read, so a project's caught-up clients cost one query per
- * new event on each instance, however many they are.
+ * new event on each instance, however many they are. A client narrowed to one feed shares it too:
+ * it reads the project's events like the others and is sent only its feed's, its cursor moving past
+ * the rest, so resuming from its Last-Event-ID is narrowed the same way.
  *
  * Bounds: a user holds at most `maxStreamsPerUser` streams on an instance (429 `too_many_streams`
  * beyond). At each heartbeat the access of every open stream is checked again, all in one
@@ -47,7 +49,9 @@ export type AccessCheck = (viewers: StreamViewer[]) => Promise<boolean[]>;
 interface Client {
   stream: PassThrough;
   viewer: StreamViewer;
-  /** The id of the last event sent (or skipped as already known to the client). */
+  /** The one feed whose events it is sent; undefined for every feed of the project. */
+  feedId: string | undefined;
+  /** The id of the last event sent, or passed over (already known to the client, or of another feed). */
   cursor: string;
   /** A read-and-write round is running; `again` asks it to run once more when it ends. */
   pumping: boolean;
@@ -59,6 +63,7 @@ interface Client {
 /** An event as its stream message: `id:`, `event:` and `data:` lines. */
 interface Message {
   id: string;
+  feedId: string;
   text: string;
 }
 
@@ -102,7 +107,7 @@ export class LiveStreams {
    * the user already holds as many as it may. The slot is taken before the first await, so
    * concurrent opens cannot pass the cap together.
    */
-  async open(viewer: StreamViewer, lastEventId: string | undefined): Promise<Readable> {
+  async open(viewer: StreamViewer, lastEventId: string | undefined, feedId?: string): Promise<Readable> {
     const held = this.perUser.get(viewer.userId) ?? 0;
     if (held >= this.options.maxStreamsPerUser) throw new TooManyStreams(this.options.maxStreamsPerUser, RETRY_AFTER_S);
     this.perUser.set(viewer.userId, held + 1);
@@ -114,7 +119,7 @@ export class LiveStreams {
       throw error;
     }
     const stream = new PassThrough({ highWaterMark: Math.max(1024, Math.floor(this.options.maxBufferedBytes / 2)) });
-    const client: Client = { stream, viewer, cursor, pumping: false, again: false, blocked: undefined };
+    const client: Client = { stream, viewer, feedId, cursor, pumping: false, again: false, blocked: undefined };
     const clients = join(this.byProject, viewer.projectId, client);
     const sameCredential = join(this.byCredential, viewer.credentialId, client);
     stream.once('close', () => {
@@ -170,7 +175,11 @@ export class LiveStreams {
     let read = this.reads.get(key);
     if (!read) {
       read = eventsAfter(unitOfWork(this.orm), projectId, cursor, BATCH).then((events) =>
-        events.map((event) => ({ id: event.id, text: `id: ${event.id}\nevent: event\ndata: ${JSON.stringify(presentEvent(event))}\n\n` })),
+        events.map((event) => ({
+          id: event.id,
+          feedId: event.feedId,
+          text: `id: ${event.id}\nevent: event\ndata: ${JSON.stringify(presentEvent(event))}\n\n`,
+        })),
       );
       this.reads.set(key, read);
       const forget = () => this.reads.delete(key);
@@ -196,6 +205,7 @@ export class LiveStreams {
             if (!this.writable(client)) return;
             if (message.id <= client.cursor) continue;
             client.cursor = message.id;
+            if (client.feedId !== undefined && message.feedId !== client.feedId) continue;
             if (!client.stream.write(message.text)) {
               this.block(client);
               return;

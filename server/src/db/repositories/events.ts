@@ -229,14 +229,19 @@ export async function eventsPage(em: EntityManager, q: EventsQuery): Promise<Eve
   return (await query<Row>(em, sql, params)).map(eventRow);
 }
 
-/** At most `limit` of the project's events after the id `cursor`, oldest first: a live stream's next batch. */
-export async function eventsAfter(em: EntityManager, projectId: string, cursor: string, limit: number): Promise<EventRow[]> {
-  const rows = await query<Row>(em, `select ${COLUMNS} where e.project_id = ? and e.id > ? order by e.id limit ?`, [
-    projectId,
-    cursor,
-    limit,
-  ]);
-  return rows.map(eventRow);
+/** An event with its feed's id, by which a live stream narrowed to one feed picks its events. */
+export interface LiveEventRow extends EventRow {
+  feedId: string;
+}
+
+/** At most `limit` of the project's events after the id `cursor`, oldest first, of every feed: a live stream's next batch. */
+export async function eventsAfter(em: EntityManager, projectId: string, cursor: string, limit: number): Promise<LiveEventRow[]> {
+  const rows = await query<Row & { feed_id: string }>(
+    em,
+    `select e.feed_id, ${COLUMNS} where e.project_id = ? and e.id > ? order by e.id limit ?`,
+    [projectId, cursor, limit],
+  );
+  return rows.map(({ feed_id, ...row }) => ({ ...eventRow(row), feedId: feed_id }));
 }
 
 /** The events among `ids` that are still stored, in no particular order. */
