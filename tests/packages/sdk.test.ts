@@ -127,6 +127,31 @@ describe('SDK: resource methods against the server', function () {
     ]);
   });
 
+  it("names every resource in the READMEs' lists: the root README's SDK section and sdk/README.md's Methods", () => {
+    const document = JSON.parse(readFileSync('spec/generated/openapi.json', 'utf8')) as OpenApiDocument;
+    const resources = [...new Set([...clientMethods(document).values()].map((name) => name.split('.')[0]!))];
+    expect(resources).to.include.members(['sessions', 'endUsers']);
+    /** The text of `file` from the heading `from` to the next heading of its level. */
+    const section = (file: string, from: string) => {
+      const text = readFileSync(file, 'utf8');
+      const start = text.indexOf(`\n${from}\n`);
+      expect(start, `${from} in ${file}`).to.be.above(-1);
+      const level = from.split(' ')[0]!;
+      const end = text.indexOf(`\n${level} `, start + from.length + 2);
+      return text.slice(start, end < 0 ? undefined : end);
+    };
+    for (const [file, heading] of [
+      ['README.md', '## The SDK'],
+      ['sdk/README.md', '## Methods'],
+    ] as const) {
+      const text = section(file, heading);
+      expect(
+        resources.filter((resource) => !text.includes(`\`${resource}\``)),
+        `resources ${file} does not name`,
+      ).to.deep.equal([]);
+    }
+  });
+
   it('generates a new route as a method, and refuses one it cannot name, two with one name, or an override of nothing', () => {
     const contract = () => JSON.parse(readFileSync('spec/generated/openapi.json', 'utf8')) as OpenApiDocument;
     const operation = (operationId: string, tags?: string[]) => ({
