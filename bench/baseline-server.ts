@@ -29,7 +29,10 @@ const [mode, databaseUrl] = process.argv.slice(2);
 const app = new Koa();
 
 if (mode === 'bare' || mode === 'headers') {
-  const root = { success: true, data: { message: 'Hello from Signalboard. The API reference is at /v1/openapi.json.' } };
+  const root = {
+    success: true,
+    data: { message: 'Hello from Signalboard. The API reference is at /docs, its contract at /v1/openapi.json.' },
+  };
   // `headers`: the same answer with the headers the service's carries (a request id, the security
   // headers, its strong tag and Cache-Control), set as the service sets them but with nothing
   // computed per request beyond the id: the answer's own cost, without the pipeline that makes it.

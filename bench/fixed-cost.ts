@@ -115,7 +115,10 @@ async function measure(callback: Callback, count: number): Promise<number> {
   return (spent.user + spent.system) / count;
 }
 
-const ROOT_ANSWER = { success: true, data: { message: 'Hello from Signalboard. The API reference is at /v1/openapi.json.' } };
+const ROOT_ANSWER = {
+  success: true,
+  data: { message: 'Hello from Signalboard. The API reference is at /docs, its contract at /v1/openapi.json.' },
+};
 const SECURITY: [string, string][] = [
   ['X-Content-Type-Options', 'nosniff'],
   ['X-Frame-Options', 'DENY'],

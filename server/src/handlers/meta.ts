@@ -5,7 +5,7 @@ import type { Handler } from '../http/handler-types.js';
 
 export const getRoot: Handler<'getRoot'> = async () => ({
   status: 200,
-  data: { message: 'Hello from Signalboard. The API reference is at /v1/openapi.json.' },
+  data: { message: 'Hello from Signalboard. The API reference is at /docs, its contract at /v1/openapi.json.' },
 });
 
 export const getOpenApi: Handler<'getOpenApi'> = async () => ({ status: 200, raw: openApiDocument });
