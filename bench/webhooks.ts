@@ -11,8 +11,8 @@
  *    without endpoints and to one with an endpoint (at the fast receiver), in alternating rounds of
  *    `--seconds`, so that a machine's drift falls on both; the ratio of their requests a second.
  *    Each round starts with the endpoint's queue empty; what a subscribed round leaves queued (the
- *    deliverer yields while publishing saturates the service) and how long it takes to go out after
- *    are reported beside the ratio.
+ *    deliverer falling behind the publishing) and how long it takes to go out after are reported
+ *    beside the ratio.
  * 2. **Delivery throughput**: the subscribed endpoint's backlog drained, `recover` queues 10,000
  *    stored events for it at once; deliveries a second from the answer to the last arrival.
  * 3. **Storage to delivery** at `--rate` events a second (open loop, one event a request) for

@@ -58,7 +58,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   };
   try {
     let url = '';
-    const { services, rateLimits, load, close } = await createServices(config, logger, db, () => url);
+    const { services, rateLimits, close } = await createServices(config, logger, db, () => url);
     cleanups.push(close);
     const metrics = config.metrics.enabled ? await Metrics.create(db) : undefined;
     const app = createApp(services, { contract, orm: db.orm, rateLimits }, metrics).callback();
@@ -73,7 +73,6 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     server.maxConnections = config.http.maxConnections;
     const drain = new ConnectionDrain(server);
     server.on('request', (req, res) => {
-      load.noteRequest();
       drain.track(res);
       void app(req, res);
     });

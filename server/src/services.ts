@@ -19,7 +19,6 @@ import { IconStore } from './storage/icons.js';
 import { S3Bucket } from './storage/s3.js';
 import { onEndpointsDisabled, type ChangeShapes } from './domain/webhooks.js';
 import { presentEvent, presentInsight, presentMember, presentProject } from './presenters/project.js';
-import { LoadGauge } from './load-gauge.js';
 import { Deliverer } from './webhooks/deliverer.js';
 
 /**
@@ -49,15 +48,10 @@ export interface Services {
   announce(message: BusMessage): void;
 }
 
-/**
- * What createServices builds besides the services: the request pipeline's rate limits, the gauge
- * every arriving request is noted on (work that can wait yields while requests saturate the
- * process), and how to stop it all.
- */
+/** What createServices builds besides the services: the request pipeline's rate limits, and how to stop it all. */
 export interface BuiltServices {
   services: Services;
   rateLimits: RateLimits;
-  load: LoadGauge;
   close(): Promise<void>;
 }
 
@@ -84,8 +78,7 @@ export async function createServices(config: Config, logger: Logger, db: Databas
     insight: presentInsight,
     event: presentEvent,
   };
-  const load = new LoadGauge();
-  const webhooks = new Deliverer(db, config.webhooks, logger, onEndpointsDisabled(db, outbox, logger), webhookShapes, load);
+  const webhooks = new Deliverer(db, config.webhooks, logger, onEndpointsDisabled(db, outbox, logger), webhookShapes);
   // Events stored on any instance: their deliveries are due now.
   bus.subscribe(
     (message) => {
@@ -119,7 +112,6 @@ export async function createServices(config: Config, logger: Logger, db: Databas
   return {
     services,
     rateLimits,
-    load,
     close: async () => {
       await webhooks.stop();
       await maintenance.stop();

@@ -12,9 +12,7 @@
  * - the instance has at most `concurrency` deliveries claimed in all, and claims for endpoints in
  *   no order of theirs, so a project with many endpoints cannot hold every slot for long.
  * A cycle runs when the bus says events were stored (on any instance), when a change here queued
- * deliveries, when a batch ends, and every `pollMs` (retries come due, other instances' changes);
- * two cycles are `CLAIM_GAP_MS` apart at least, `SATURATED_CLAIM_GAP_MS` while requests saturate
- * the process: delivering is the work that waits.
+ * deliveries, when a batch ends, and every `pollMs` (retries come due, other instances' changes).
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -32,7 +30,6 @@ import {
   type Outcome,
 } from '../domain/webhooks.js';
 import type { EventRow } from '../domain/events.js';
-import type { LoadGauge } from '../load-gauge.js';
 import { guardedLookup } from './address-guard.js';
 import { requestFor, type Message } from './messages.js';
 import { delivered, logEntry, send, type AttemptResult } from './send.js';
@@ -54,14 +51,6 @@ const SETTLE_EVERY = 16;
  * instance, and a claim is a statement; within this they are one.
  */
 const CLAIM_GAP_MS = 10;
-
-/**
- * The least time between two claims while requests saturate the process (load-gauge.ts): the
- * deliveries wait in their queue, stored, while publishing keeps its pace, and still go out, at most
- * a batch an endpoint in each gap, so a flood of requests slows them but never stops them. Once the
- * flood ends they go out at full pace again.
- */
-const SATURATED_CLAIM_GAP_MS = 200;
 
 /**
  * How long stopping waits for the batches in flight before it leaves them: an endpoint that hangs
@@ -110,7 +99,6 @@ export class Deliverer {
     private readonly logger: Logger,
     private readonly onDisabled: OnDisabled,
     private readonly shapes: Pick<ChangeShapes, 'event'>,
-    private readonly load: Pick<LoadGauge, 'saturated'>,
   ) {}
 
   start(): this {
@@ -127,7 +115,7 @@ export class Deliverer {
       this.again = true;
       return;
     }
-    const wait = this.lastClaim + (this.load.saturated() ? SATURATED_CLAIM_GAP_MS : CLAIM_GAP_MS) - performance.now();
+    const wait = this.lastClaim + CLAIM_GAP_MS - performance.now();
     if (wait > 0) {
       this.soon ??= setTimeout(() => {
         this.soon = undefined;
