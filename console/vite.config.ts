@@ -4,11 +4,37 @@
  * libraries (TanStack Query) run on it; the SDK comes from its source, so the console is built
  * (and type-checked) against the contract of this commit.
  */
-import { defineConfig } from 'vite';
+import { defineConfig, type Plugin } from 'vite';
 
 const here = (path: string) => new URL(path, import.meta.url).pathname;
 
+/**
+ * A `modulepreload` in index.html for the project pages' chunk, the page most visits open (a
+ * project's live feed): the browser fetches it with the shell's own files instead of after the
+ * shell has run, one round trip less before a project's first events. The login page pays about
+ * 4 KB (gzipped) for it.
+ */
+function preloadProjectPages(): Plugin {
+  return {
+    name: 'signalboard:preload-project-pages',
+    transformIndexHtml: {
+      order: 'post',
+      handler(html, { bundle }) {
+        const chunk = Object.values(bundle ?? {}).find(
+          (output) => output.type === 'chunk' && output.facadeModuleId?.endsWith('/src/pages/project.tsx'),
+        );
+        if (chunk?.type !== 'chunk') throw new Error('the project pages chunk (src/pages/project.tsx) is not in the build');
+        // The chunk and what it imports, but for the files the page already loads.
+        return [chunk.fileName, ...chunk.imports]
+          .filter((file) => !html.includes(`/${file}"`))
+          .map((file) => ({ tag: 'link', attrs: { rel: 'modulepreload', crossorigin: true, href: `/${file}` }, injectTo: 'head' as const }));
+      },
+    },
+  };
+}
+
 export default defineConfig({
+  plugins: [preloadProjectPages()],
   root: here('.'),
   base: '/',
   publicDir: false,

@@ -31,6 +31,16 @@ describe('the web console bundle', () => {
     if (!existsSync(path.join(DIST, 'index.html'))) throw new Error('console/dist is missing: run `npm run build:console` (npm test does)');
   });
 
+  it("preloads the project pages' chunk and what it imports (a project's live feed is where most visits land)", () => {
+    const html = readFileSync(path.join(DIST, 'index.html'), 'utf8');
+    const preloaded = new Set([...html.matchAll(/<link rel="modulepreload" crossorigin href="\/(assets\/[^"]+)"/g)].map((m) => m[1]!));
+    const entry = /<script type="module" crossorigin src="\/(assets\/[^"]+\.js)"/.exec(html)![1]!;
+    const project = readdirSync(path.join(DIST, 'assets')).find((f) => /^project-[\w-]+\.js$/.test(f));
+    expect(project, 'the project pages chunk').to.be.a('string');
+    const missing = [...staticClosure(`assets/${project!}`)].filter((file) => file !== entry && !preloaded.has(file));
+    expect(missing, 'files the project pages load that index.html does not preload').to.deep.equal([]);
+  });
+
   it('loads at most 150 KB of JavaScript (gzipped) for its first page, and uPlot only on the charts page', () => {
     const html = readFileSync(path.join(DIST, 'index.html'), 'utf8');
     expect(html).not.to.match(/<script(?![^>]*\bsrc=)[^>]*>/, 'no inline script');
