@@ -1,6 +1,7 @@
 /** Times and values as people read them, in their own locale and zone. */
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 const relative = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
+const number = new Intl.NumberFormat();
 
 export function formatTime(iso: string): string {
   return dateTime.format(new Date(iso));
@@ -18,6 +19,6 @@ export function ago(iso: string, now = Date.now()): string {
 }
 
 export function formatValue(value: unknown): string {
-  if (typeof value === 'number') return new Intl.NumberFormat().format(value);
+  if (typeof value === 'number') return number.format(value);
   return String(value);
 }
