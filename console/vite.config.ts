@@ -27,7 +27,11 @@ function preloadProjectPages(): Plugin {
         // The chunk and what it imports, but for the files the page already loads.
         return [chunk.fileName, ...chunk.imports]
           .filter((file) => !html.includes(`/${file}"`))
-          .map((file) => ({ tag: 'link', attrs: { rel: 'modulepreload', crossorigin: true, href: `/${file}` }, injectTo: 'head' as const }));
+          .map((file) => ({
+            tag: 'link',
+            attrs: { rel: 'modulepreload', crossorigin: true, href: `/${file}` },
+            injectTo: 'head' as const,
+          }));
       },
     },
   };
