@@ -39,7 +39,12 @@ export async function freshPostgresDatabase(adminUrl: string, prefix = 'sb_test'
  * The suite signs up hundreds of accounts from one address: its server runs without rate limits
  * (tests/http/rate-limits.test.ts starts servers of its own).
  */
-const UNLIMITED = { AUTH_RATE_LIMIT: '0', API_RATE_LIMIT: '0', CDN_RATE_LIMIT: '0' };
+/**
+ * What the run's servers start with unless a test says otherwise: rate limits off, and bcrypt at its
+ * lowest cost (4), since every sign-up and login of the run pays it (at the default 10, the pure
+ * JavaScript hash takes 100-200 ms on a 2-core machine). Tests about the hash's cost set their own.
+ */
+const TEST_DEFAULTS = { AUTH_RATE_LIMIT: '0', API_RATE_LIMIT: '0', CDN_RATE_LIMIT: '0', BCRYPT_ROUNDS: '4' };
 
 /** A server a test started, and its data folder. */
 export type TestServer = RunningServer & { dataDir: string };
@@ -94,7 +99,7 @@ export async function startTestServer(): Promise<void> {
   const fresh = process.env.DATABASE_URL ? await freshPostgresDatabase(process.env.DATABASE_URL) : undefined;
   server = await startServerIn(
     'signalboard-test',
-    { ...process.env, DATABASE_URL: fresh?.url ?? '', ...UNLIMITED },
+    { ...process.env, DATABASE_URL: fresh?.url ?? '', ...TEST_DEFAULTS },
     runLogger(),
     fresh?.drop,
   );
@@ -185,7 +190,7 @@ export function client(token?: string): RawClient {
 export function startExtraServer(env: Record<string, string> = {}, dataDir?: string): Promise<TestServer> {
   const main = database();
   const databaseUrl = main.kind === 'postgresql' ? main.orm.config.get('clientUrl') : undefined;
-  const environment = { ...process.env, ...UNLIMITED, ...env, DATABASE_URL: databaseUrl ?? '' };
+  const environment = { ...process.env, ...TEST_DEFAULTS, ...env, DATABASE_URL: databaseUrl ?? '' };
   return startServerIn('signalboard-test-extra', environment, runLogger(), undefined, dataDir);
 }
 
