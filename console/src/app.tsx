@@ -7,7 +7,9 @@ import type { ComponentChildren } from 'preact';
 import { lazy, Suspense } from 'preact/compat';
 import { Link, Redirect, Route, Switch, useLocation } from 'wouter-preact';
 import { isApiError, statusOf } from './api.ts';
-import { meKey, useMe, useSignOut } from './session.ts';
+import { preload } from './pages/project/queries.ts';
+import { meKey, meQuery, useMe, useSignOut } from './session.ts';
+import { prepareFormats } from './format.ts';
 import logo from './favicon.svg';
 import { Loading } from './ui.tsx';
 
@@ -41,17 +43,23 @@ const Account = lazy(() => import('./pages/account.tsx'));
 let preloaded: string | undefined;
 
 /**
- * Starts loading a project's page, its chunk and then what it shows first, as soon as its address
- * is known: beside the session check, not after it. Asking before the session is known is safe: a
- * visitor without one gets 401s that nothing shows, and the login page.
+ * Starts loading a project's page as soon as its address is known: its chunk, and beside it (not
+ * after it, nor after the session check) the data it shows first. While those requests are out,
+ * the formatters its rows need are made.
  */
 function preloadProject(namespace: string) {
   const { pathname, search } = window.location;
   if (preloaded === pathname + search) return;
   preloaded = pathname + search;
   const page = /^\/projects\/[^/]+(.*)$/.exec(pathname)?.[1] ?? '';
-  void loadProjectPages().then((pages) => pages.preload(queryClient, namespace, page, search));
+  void loadProjectPages();
+  preload(queryClient, namespace, page, search);
+  setTimeout(prepareFormats);
 }
+
+// Every page shows who is signed in: asked for now, before the first render, rather than when the
+// first component that reads it has rendered and its effects have run.
+void queryClient.prefetchQuery(meQuery);
 
 export function App() {
   return (

@@ -4,20 +4,23 @@ import { sb, statusOf, type User } from './api.ts';
 
 export const meKey = ['me'] as const;
 
-/** The signed-in user; `user` null when the service answers 401 (no session, or it ended). */
+/** Who is signed in, as a query: null when the service answers 401 (no session, or it ended). */
+export const meQuery = {
+  queryKey: meKey,
+  queryFn: async (): Promise<User | null> => {
+    try {
+      return await sb.users.me();
+    } catch (error) {
+      if (statusOf(error) === 401) return null;
+      throw error;
+    }
+  },
+  staleTime: 60_000,
+};
+
+/** The signed-in user; `user` null when there is none. */
 export function useMe(): { user: User | null | undefined; error: unknown; isLoading: boolean } {
-  const query = useQuery({
-    queryKey: meKey,
-    queryFn: async () => {
-      try {
-        return await sb.users.me();
-      } catch (error) {
-        if (statusOf(error) === 401) return null;
-        throw error;
-      }
-    },
-    staleTime: 60_000,
-  });
+  const query = useQuery(meQuery);
   return { user: query.data, error: query.error, isLoading: query.isLoading };
 }
 

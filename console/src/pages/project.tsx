@@ -1,15 +1,16 @@
 /**
  * /projects/{namespace}/…: the project's header and tabs, and its pages. The feed, the page a
- * project opens on, comes in this chunk, so that its events are asked for as soon as the chunk is
- * here (`preload`; a chunk of its own cost one more round trip before the first row, cold); the
- * others are loaded when first shown (the charts page alone carries uPlot).
+ * project opens on, comes in this chunk (a chunk of its own cost one more round trip before the
+ * first row, cold); the others are loaded when first shown (the charts page alone carries uPlot).
+ * What the feed shows first is asked for by the shell before this chunk runs (queries.ts).
  */
-import { useQuery, type QueryClient } from '@tanstack/react-query';
+import { useQuery } from '@tanstack/react-query';
 import { lazy, Suspense } from 'preact/compat';
 import { Link, Route, Switch, useRoute } from 'wouter-preact';
-import { sb, type Project } from '../api.ts';
+import type { Project } from '../api.ts';
 import { Avatar, ErrorNote, Loading } from '../ui.tsx';
-import Feed, { filtersOf, historyQuery } from './project/feed.tsx';
+import Feed from './project/feed.tsx';
+import { projectQuery } from './project/queries.ts';
 
 const Insights = lazy(() => import('./project/insights.tsx'));
 const Charts = lazy(() => import('./project/charts.tsx'));
@@ -19,23 +20,8 @@ const Members = lazy(() => import('./project/members.tsx'));
 const Webhooks = lazy(() => import('./project/webhooks.tsx'));
 const Settings = lazy(() => import('./project/settings.tsx'));
 
-export const projectKey = (namespace: string) => ['project', namespace] as const;
-
-const projectQuery = (namespace: string) => ({ queryKey: projectKey(namespace), queryFn: () => sb.projects.get(namespace) });
-
 export function useProject(namespace: string) {
   return useQuery(projectQuery(namespace));
-}
-
-/**
- * Asks for what a project's page shows first: the project, and on the live feed (`page` is the
- * address after `/projects/{namespace}`, empty for the feed) its first page of events. The shell
- * calls it as soon as it has this chunk, beside the session check rather than after it: cold, the
- * first row then waits for one round trip after the chunk instead of three.
- */
-export function preload(client: QueryClient, namespace: string, page: string, search: string): void {
-  void client.prefetchQuery(projectQuery(namespace));
-  if (page === '' || page === '/') void client.prefetchInfiniteQuery(historyQuery(namespace, filtersOf(new URLSearchParams(search))));
 }
 
 /** Props of every page of a project. */

@@ -12,42 +12,8 @@ import type { ProjectPageProps } from '../project.tsx';
 import { EventList } from './event-list.tsx';
 import { matches, type Filters } from './filters.ts';
 import { useLiveEvents } from './live.ts';
+import { filtersOf, historyQuery } from './queries.ts';
 import { useNotifications } from './notify.tsx';
-
-/** Events in the first page, and in each one "Load more" brings (the most the API gives). */
-const PAGE = 50;
-const MORE = 100;
-
-/** The feed's filters, as its address carries them. */
-export function filtersOf(params: URLSearchParams): Filters {
-  return {
-    feed: params.get('feed') || undefined,
-    tag: params.getAll('tag').filter(Boolean),
-    user_id: params.get('user_id') || undefined,
-    q: params.get('q') || undefined,
-  };
-}
-
-/** The history's query: the feed's, and the project's pages' prefetch of it (project.tsx). */
-export function historyQuery(namespace: string, filters: Filters) {
-  return {
-    queryKey: ['events', namespace, JSON.stringify(filters)],
-    queryFn: ({ pageParam }: { pageParam: string | undefined }) =>
-      sb.events
-        .list(namespace, {
-          limit: pageParam ? MORE : PAGE,
-          ...(filters.feed ? { feed: filters.feed } : {}),
-          ...(filters.tag.length ? { tag: filters.tag } : {}),
-          ...(filters.user_id ? { user_id: filters.user_id } : {}),
-          ...(filters.q ? { q: filters.q } : {}),
-          ...(pageParam ? { cursor: pageParam } : {}),
-        })
-        .page(),
-    initialPageParam: undefined as string | undefined,
-    getNextPageParam: (page: { next_cursor: string | null }) => page.next_cursor ?? undefined,
-    staleTime: Infinity, // the live stream keeps it current
-  };
-}
 
 export default function FeedPage({ project }: ProjectPageProps) {
   const [params, setParams] = useSearchParams();

@@ -4,7 +4,8 @@ import { useAction } from '../../mutation.ts';
 import { useState } from 'preact/hooks';
 import { sb, type Feed } from '../../api.ts';
 import { ErrorNote, Field, Form, PageTitle } from '../../ui.tsx';
-import { projectKey, type ProjectPageProps } from '../project.tsx';
+import type { ProjectPageProps } from '../project.tsx';
+import { projectKey } from './queries.ts';
 
 export default function Feeds({ project }: ProjectPageProps) {
   return (

@@ -9,7 +9,8 @@ import { useLocation } from 'wouter-preact';
 import { sb } from '../../api.ts';
 import { useMe } from '../../session.ts';
 import { Avatar, Empty, ErrorNote, Field, Form, Notice, PageTitle } from '../../ui.tsx';
-import { projectKey, type ProjectPageProps } from '../project.tsx';
+import type { ProjectPageProps } from '../project.tsx';
+import { projectKey } from './queries.ts';
 
 export default function Members({ project }: ProjectPageProps) {
   const { user } = useMe();

@@ -10,7 +10,9 @@ import type { Event } from '../../api.ts';
 const supported = typeof Notification !== 'undefined';
 
 export function useNotifications(): { tell: (batch: Event[]) => void; control: VNode | null } {
-  const [permission, setPermission] = useState<NotificationPermission | 'unsupported'>(supported ? Notification.permission : 'unsupported');
+  const [permission, setPermission] = useState<NotificationPermission | 'unsupported'>(() =>
+    supported ? Notification.permission : 'unsupported',
+  );
   const last = useRef(0);
   const tell = useCallback((batch: Event[]) => {
     if (!supported || Notification.permission !== 'granted') return;

@@ -6,7 +6,8 @@ import { useLocation } from 'wouter-preact';
 import { errorMessage, isApiError, sb, statusOf } from '../../api.ts';
 import { useMe } from '../../session.ts';
 import { ErrorNote, Field, Form, IconPicker, Notice, PageTitle } from '../../ui.tsx';
-import { projectKey, type ProjectPageProps } from '../project.tsx';
+import type { ProjectPageProps } from '../project.tsx';
+import { projectKey } from './queries.ts';
 
 export default function Settings({ project }: ProjectPageProps) {
   const { user } = useMe();
