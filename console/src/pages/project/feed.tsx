@@ -6,7 +6,7 @@
 import { useInfiniteQuery, useQueryClient, type InfiniteData } from '@tanstack/react-query';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { useSearchParams } from 'wouter-preact';
-import { sb, type Event, type Schemas } from '../../api.ts';
+import type { Event, Schemas } from '../../api.ts';
 import { Empty, ErrorNote, Field, Form, Loading, PageTitle } from '../../ui.tsx';
 import type { ProjectPageProps } from '../project.tsx';
 import { EventList } from './event-list.tsx';
