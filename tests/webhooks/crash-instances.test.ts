@@ -7,7 +7,9 @@
  *   crash caused (deliveries sent but not yet written back, sent again once their lease ran out)
  *   are counted and printed;
  * - two service processes on one database delivering to one endpoint: every event exactly once,
- *   both processes sending some, and never one webhook-id in flight twice at once.
+ *   both processes sending some, and never one webhook-id in flight twice at once;
+ * - a process SIGKILLed just after an endpoint answered 410 Gone, while the activity log cannot be
+ *   written: the endpoint is never found turned off without its `webhook.disabled` entry.
  * The receiver tells the processes apart by the owner of each connection's client socket (Linux's
  * /proc); elsewhere only the overlap check says that no delivery was sent by both at once.
  */
@@ -33,11 +35,12 @@ interface Copy {
 }
 
 /**
- * A receiver that answers 200 after `delayMs`, recording each request's start (its headers
+ * A receiver that answers `status` (200) after `delayMs`, recording each request's start (its headers
  * arrived) and end (the answer written), and the process among `senders` that opened its connection.
  */
 class SlowReceiver {
   readonly copies: Copy[] = [];
+  status = 200;
   senders: number[] = [];
   /** Called with each request as it arrives, before it is answered. */
   onRequest: (copy: Copy) => void = () => {};
@@ -65,7 +68,7 @@ class SlowReceiver {
         this.onRequest(copy);
         res.on('finish', () => (copy.end = performance.now()));
         res.on('error', () => {});
-        setTimeout(() => res.writeHead(200, { 'content-type': 'text/plain' }).end('ok'), this.delayMs);
+        setTimeout(() => res.writeHead(this.status, { 'content-type': 'text/plain' }).end('ok'), this.delayMs);
       });
     });
   }
@@ -356,6 +359,49 @@ describe('webhooks: a crashed instance and two instances on one database', funct
     // Only what the killed process had claimed and not written back is sent again: one batch, at most
     // 32 deliveries (twice that leaves room for a lease that ran out on a loaded machine).
     expect(duplicates, 'duplicates').to.be.at.most(64);
+  });
+
+  it('never leaves an endpoint turned off without its activity entry, whenever the process dies', async () => {
+    const receiver = await SlowReceiver.start(0);
+    receiver.status = 410;
+    cleanups.push(() => receiver.close());
+    const databaseUrl = await freshDatabase('sb_hooks_gone');
+    const env = serviceEnv(databaseUrl, { WEBHOOK_TIMEOUT_MS: '500' });
+    const first = await start(env);
+    const { token, namespace } = await firstProjectWithEndpoint(first, receiver.url);
+    const state = async () => {
+      const [row] = await query<{ off: boolean; entries: number }>(
+        databaseUrl,
+        `select (select not enabled from webhook_endpoints) as off,
+           (select count(*)::int from activity where type = 'webhook.disabled') as entries`,
+      );
+      return row!;
+    };
+
+    // While the activity log is locked, the endpoint answers 410 and the process is killed: whatever
+    // it had written by then is all there is.
+    const locker = new pg.Client({ connectionString: databaseUrl });
+    await locker.connect();
+    cleanups.push(() => locker.end());
+    await locker.query('begin');
+    await locker.query('lock table activity in exclusive mode');
+    expectData(
+      await callAt(first.url, 'POST', projectPath(namespace, '/events'), token, { events: [{ feed: 'general', event: 'gone' }] }),
+      201,
+    );
+    await waitUntil('the 410 answered', () => (receiver.copies.length > 0 ? true : undefined), 10_000);
+    await sleep(500);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    await locker.query('rollback');
+    await sleep(300);
+    const afterKill = await state();
+    expect(afterKill.entries, 'webhook.disabled entries after the kill').to.equal(afterKill.off ? 1 : 0);
+
+    // Started again, the service finishes what the kill cut off (the delivery's lease runs out and the 410 comes again).
+    await start(env);
+    const settled = await waitUntil('the endpoint turned off', async () => ((await state()).off ? state() : undefined), 15_000);
+    expect(settled).to.deep.equal({ off: true, entries: 1 });
   });
 
   it('delivers through two instances on one database: every event once, both sending, never one webhook-id twice at once', async () => {

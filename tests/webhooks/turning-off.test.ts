@@ -1,8 +1,8 @@
 /**
  * When the service turns an endpoint off by itself: after failing without a success for
  * `WEBHOOK_DISABLE_AFTER` (3 days; 1 s here), with an activity entry and a mail to the owner; and
- * when 10,000 deliveries wait for it (the backlog's cap), queueing what fits and pausing it, then
- * queueing again what it missed once a member enables it.
+ * when 10,000 deliveries wait for it (the backlog's cap), queueing what fits and pausing it with an
+ * activity entry, then queueing again what it missed once a member enables it.
  */
 import { expect } from 'chai';
 import { signUpOn, type TestUser } from '../support/accounts.js';
@@ -53,6 +53,7 @@ describe('webhooks: turned off by the service', function () {
     expect(off).to.include({ enabled: false, disabled_reason: 'failing' });
     const attempts = receiver.received.length;
     expect(attempts, 'it kept failing for about a second first').to.be.at.least(4);
+    // Written by the statement that turned the endpoint off: there as soon as the endpoint shows off.
     const activity = expectData(await api('GET', '/activity')).items.filter((a: { type: string }) => a.type === 'webhook.disabled');
     expect(activity.map((a: { data: unknown }) => a.data)).to.deep.equal([{ webhook: endpoint.id, url: endpoint.url, reason: 'failing' }]);
     const [mail] = await box.waitFor(owner.email);
@@ -76,6 +77,11 @@ describe('webhooks: turned off by the service', function () {
     await publish(['first', 'second', 'third', 'fourth']);
     const paused = expectData(await api('GET', `/webhooks/${endpoint.id}`));
     expect(paused).to.include({ enabled: false, disabled_reason: 'backlog', pending_deliveries: 10_000 });
+    // The publish that paused it recorded why, once (the first endpoint of this suite has its own entry).
+    const entries = expectData(await api('GET', '/activity')).items.filter(
+      (a: { type: string; data: { webhook: string } }) => a.type === 'webhook.disabled' && a.data.webhook === endpoint.id,
+    );
+    expect(entries.map((a: { data: unknown }) => a.data)).to.deep.equal([{ webhook: endpoint.id, url: endpoint.url, reason: 'backlog' }]);
     expect(
       await count(`select count(*) from webhook_deliveries where endpoint_id = ? and state = 'pending'`, [endpoint.id], server.db),
     ).to.equal(10_000);

@@ -13,7 +13,6 @@ import type { Project, User } from '../db/entities.js';
 import { unitOfWork, type Database } from '../db/orm.js';
 import { decodeCursor, type PageRequest } from '../db/page.js';
 import { eventsByIds } from '../db/repositories/events.js';
-import { projectReference } from '../db/repositories/projects.js';
 import {
   claimDue,
   countEndpoints,
@@ -285,27 +284,19 @@ export async function recoverEndpoint(
 }
 
 /**
- * What follows when the service turns endpoints off (deliverer.ts): an activity entry in each
- * project, and a mail to its owner when mail is configured. Never throws: the endpoints are off
- * whatever becomes of the notice.
+ * What follows when the service turns endpoints off (deliverer.ts), once the statement that did it
+ * has written their activity entries: a log line, and a mail to the project's owner when mail is
+ * configured. Never throws: the endpoints are off whatever becomes of the notice.
  */
 export function onEndpointsDisabled(db: Pick<Database, 'orm'>, outbox: MailOutbox, logger: Logger) {
   const reasons = {
     gone: 'it answered 410 Gone',
     failing: 'every delivery to it failed for 3 days',
-    backlog: '10,000 deliveries were waiting for it',
   } as const;
   return async (endpoints: DisabledEndpoint[]): Promise<void> => {
     for (const endpoint of endpoints) {
       try {
-        const owner = await transaction(unitOfWork(db.orm), async (tx) => {
-          recordActivity(tx, projectReference(tx, endpoint.projectId), null, 'webhook.disabled', {
-            webhook: endpoint.id,
-            url: endpoint.url,
-            reason: endpoint.reason,
-          });
-          return ownerOf(tx, endpoint.projectId);
-        });
+        const owner = await ownerOf(unitOfWork(db.orm), endpoint.projectId);
         logger.info({ webhook: endpoint.id, reason: endpoint.reason }, 'webhook endpoint turned off');
         if (!owner) continue;
         outbox.post('webhook disabled', (mailer) =>

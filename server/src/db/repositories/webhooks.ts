@@ -229,9 +229,10 @@ const EVENT_MATCHES = `w.enabled
   and not exists (select 1 from unnest(w.tags) t where (e.tags ->> split_part(t, ':', 1)) is distinct from substr(t, strpos(t, ':') + 1))`;
 
 // From `matched(endpoint_id, type, event_id, payload, n, room)` (n: the match's rank for its
-// endpoint), the deliveries that fit, and each endpoint's `pending` raised by what was queued,
-// paused when some did not fit, with the first event left out (from which enabling it queues
-// again). `w.pending` in the update is the row's latest: a concurrent settle is counted too.
+// endpoint; only enabled endpoints match), the deliveries that fit, and each endpoint's `pending`
+// raised by what was queued, paused when some did not fit, with the first event left out (from
+// which enabling it queues again) and its `webhook.disabled` activity entry. `w.pending` in the
+// update is the row's latest: a concurrent settle is counted too.
 const QUEUE_MATCHED = `queued as (
     insert into webhook_deliveries (id, endpoint_id, type, event_id, payload, next_attempt_at, created_at)
     select ${NEW_ID}, m.endpoint_id, m.type, m.event_id, m.payload, now(), now() from matched m where m.n <= m.room
@@ -248,6 +249,11 @@ const QUEUE_MATCHED = `queued as (
       from matched group by 1
     ) c
     where w.id = c.endpoint_id
+    returning w.id, w.project_id, w.url, not w.enabled as paused
+  ), paused_noticed as (
+    insert into activity (id, project_id, actor_id, type, data, created_at)
+    select ${NEW_ID}, project_id, null, 'webhook.disabled', jsonb_build_object('webhook', id, 'url', url, 'reason', 'backlog'), now()
+    from counted where paused
   )`;
 
 /**
@@ -431,12 +437,12 @@ export interface Outcome {
   retryAt: Date | null;
 }
 
-/** An endpoint a settle turned off. */
+/** An endpoint a settle turned off (a settle never pauses one for its backlog: queueing does). */
 export interface DisabledEndpoint {
   id: string;
   projectId: string;
   url: string;
-  reason: DisabledReason;
+  reason: Exclude<DisabledReason, 'backlog'>;
 }
 
 /**
@@ -444,7 +450,8 @@ export interface DisabledEndpoint {
  * and log (only where the attempt is still the latest claimed), and for each endpoint, `pending`
  * lowered by what settled for good, when its failures began (`failing_since`, cleared by a
  * success), and whether it is turned off: at once on a 410, or when it has failed without a
- * success for `failingForMs`. Answers the endpoints this turned off.
+ * success for `failingForMs`. An endpoint this turns off gets its `webhook.disabled` activity entry
+ * in the same statement, so no crash can leave one off without it. Answers the endpoints this turned off.
  */
 export async function settle(em: EntityManager, outcomes: Outcome[], failingForMs: number): Promise<DisabledEndpoint[]> {
   if (outcomes.length === 0) return [];
@@ -483,8 +490,14 @@ export async function settle(em: EntityManager, outcomes: Outcome[], failingForM
          disabled_at = case when v.reason is not null and w.enabled then now() else w.disabled_at end
        from verdict v where w.id = v.endpoint_id
        returning w.id, w.project_id, w.url, v.reason, v.was_enabled
+     ), turned_off as (
+       select id, project_id, url, reason from changed where reason is not null and was_enabled
+     ), noticed as (
+       insert into activity (id, project_id, actor_id, type, data, created_at)
+       select ${NEW_ID}, project_id, null, 'webhook.disabled', jsonb_build_object('webhook', id, 'url', url, 'reason', reason), now()
+       from turned_off
      )
-     select id, project_id as "projectId", url, reason from changed where reason is not null and was_enabled`,
+     select id, project_id as "projectId", url, reason from turned_off`,
     [
       outcomes.map((o) => o.id),
       outcomes.map((o) => o.attempt),
