@@ -355,7 +355,10 @@ export interface paths {
          *     `Stripe-Signature` for the configured webhook secret (bad, missing or older than 5 minutes: 400,
          *     nothing changes). Each event id is handled at most once (a replay answers 200 and changes
          *     nothing), and an event older than one already applied to the same subscription is skipped.
-         *     `checkout.session.completed` (project id in `client_reference_id`) sets `billing_id`;
+         *     `checkout.session.completed` (project id in `client_reference_id`) sets `billing_id`; when the
+         *     project already had another subscription (two checkouts paid), that one is cancelled at Stripe
+         *     first, and while Stripe cannot confirm it the event answers 502 `billing_unavailable`, changes
+         *     nothing, and applies when Stripe delivers it again;
          *     `customer.subscription.created` and `.updated` set `tier` from the price (0 unless the status is
          *     active or trialing); `customer.subscription.deleted` resets `tier` to 0 and `billing_id` to
          *     null. Each change writes a `billing.changed` activity record. Events for unknown projects or
@@ -3968,6 +3971,15 @@ export interface operations {
             };
             /** @description 500 `internal`. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 502 `billing_unavailable`. */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -354,12 +354,13 @@ describe('billing through Stripe', function () {
       expect(await target.billingActivity(second.id)).to.deep.equal([]);
     });
 
-    it('a second checkout for a project replaces its subscription and records the old one', async () => {
+    it('a second checkout for a project replaces its subscription, cancels the old one at Stripe and records it', async () => {
       const project = await subscribedProject();
       const next = newSubscriptionId();
       const checkout = checkoutCompleted(project.id, next);
       expectReceived(await target.deliver(checkout));
       expect(await target.billing(project.id)).to.deep.equal({ tier: 0, billing_id: next });
+      expect(standIn.calls.map((c) => `${c.method} ${c.path}`)).to.deep.equal([`DELETE /v1/subscriptions/${project.subscription}`]);
       expect((await target.billingActivity(project.id)).at(-1)).to.deep.equal({
         actor_id: null,
         event: 'checkout.session.completed',
@@ -368,6 +369,25 @@ describe('billing through Stripe', function () {
         billing_id: next,
         replaced_billing_id: project.subscription,
       });
+    });
+
+    it('a second checkout while Stripe fails: 502 billing_unavailable, nothing changed, and the same event applies once Stripe answers', async () => {
+      const project = await subscribedProject();
+      const checkout = checkoutCompleted(project.id, newSubscriptionId());
+      const before = { footprint: await target.footprint(project.id), stripeEvents: await target.stripeEvents() };
+      standIn.mode = 'fail';
+      expectError(await target.deliver(checkout), 502, 'billing_unavailable');
+      expect(standIn.cancelCalls(project.subscription), 'the first try and the retries').to.have.length(1 + STRIPE_MAX_NETWORK_RETRIES);
+      expect(await target.billing(project.id)).to.deep.equal({ tier: 0, billing_id: project.subscription });
+      expect({ footprint: await target.footprint(project.id), stripeEvents: await target.stripeEvents() }).to.deep.equal(before);
+
+      standIn.mode = 'succeed';
+      expectReceived(await target.deliver(checkout));
+      expect(await target.billing(project.id)).to.deep.equal({ tier: 0, billing_id: checkout.data.object.subscription });
+      expectReceived(await target.deliver(checkout), 'a redelivery');
+      expect(standIn.cancelCalls(project.subscription), 'cancelled once more, then never again').to.have.length(
+        2 + STRIPE_MAX_NETWORK_RETRIES,
+      );
     });
 
     describe('refuses a delivery it cannot verify (400, nothing changes)', () => {

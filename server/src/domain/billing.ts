@@ -16,6 +16,12 @@
  * they check what the service knows (the tier's price, whether the project has a subscription)
  * and leave the rest to Stripe, whose events then come back through the webhook above.
  *
+ * A checkout that completes for a project that already has another subscription (two checkouts
+ * started side by side, both paid) gives the project the new subscription and cancels the old one
+ * at Stripe, in the event's transaction: a project is billed by one subscription, never by one the
+ * service no longer follows. When Stripe cannot confirm the cancel, the event fails whole (502) and
+ * Stripe delivers it again.
+ *
  * Events are plain data here (the billing adapter verified and parsed them): nothing in this file
  * depends on the stripe package.
  */
@@ -35,6 +41,7 @@ import { lockProject, transaction } from '../db/transaction.js';
 import { AlreadySubscribed, InvalidRequest, NoSubscription } from '../errors.js';
 import { confirmAccess } from './access.js';
 import { recordActivity } from './activity.js';
+import type { SubscriptionCanceller } from './projects.js';
 
 /** A verified Stripe event: its id, its type and the object it carries (`data.object`). */
 export interface WebhookEvent {
@@ -107,6 +114,7 @@ export function tierOf(subscription: Record<string, unknown>, priceTiers: Readon
  */
 export async function applyWebhookEvent(
   em: EntityManager,
+  billing: SubscriptionCanceller,
   priceTiers: ReadonlyMap<string, number>,
   event: WebhookEvent,
 ): Promise<EventOutcome> {
@@ -116,7 +124,7 @@ export async function applyWebhookEvent(
     if (!(await claimStripeEvent(tx, event.id, event.type, new Date()))) return { outcome: 'duplicate' };
     switch (event.type) {
       case 'checkout.session.completed':
-        return completeCheckout(tx, event);
+        return completeCheckout(tx, billing, event);
       case 'customer.subscription.created':
       case 'customer.subscription.updated':
       case 'customer.subscription.deleted':
@@ -128,7 +136,7 @@ export async function applyWebhookEvent(
 }
 
 /** `checkout.session.completed`: the project named by the session takes its subscription, and the subscription's tier if known. */
-async function completeCheckout(tx: EntityManager, event: WebhookEvent): Promise<EventOutcome> {
+async function completeCheckout(tx: EntityManager, billing: SubscriptionCanceller, event: WebhookEvent): Promise<EventOutcome> {
   const object = event.object;
   const projectId = nonEmptyString(object.client_reference_id);
   const subscription = idOf(object.subscription);
@@ -144,9 +152,11 @@ async function completeCheckout(tx: EntityManager, event: WebhookEvent): Promise
   // The subscription's own events may have come first: they know its tier.
   const tier = known ? known.tier : project.tier;
   if (project.billingId === subscription && project.tier === tier) return { outcome: 'unchanged', projectId: project.id };
-  // A project that already had another subscription: the new one replaces it here (the
-  // activity record keeps the old id, and the log warns: that one may still be billing).
+  // A project that already had another subscription: the new one replaces it, and the old one is
+  // cancelled first (the activity record keeps its id). The project row stays locked meanwhile,
+  // for at most the billing adapter's deadline, as a project's delete holds it.
   const replaced = project.billingId && project.billingId !== subscription ? project.billingId : undefined;
+  if (replaced) await billing.cancelSubscription(replaced);
   return changePlan(tx, project, event, { tier, billingId: subscription }, replaced);
 }
 

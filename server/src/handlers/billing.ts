@@ -15,18 +15,20 @@ export const WEBHOOK_BODY_LIMIT_BYTES = 256 * 1024;
  * the body is read); the body read, up to WEBHOOK_BODY_LIMIT_BYTES (413, 415); its signature
  * checked on the bytes as received, and only then parsed (400); what the service takes from the
  * event held to the contract's rules for any body (400). An event for an unknown project or
- * subscription, or of a type not handled, is acknowledged (200) so Stripe stops resending it.
+ * subscription, or of a type not handled, is acknowledged (200) so Stripe stops resending it; one
+ * whose change needs Stripe (a checkout that replaces a subscription cancels the old one) fails
+ * with 502 while Stripe cannot be reached, and Stripe sends it again.
  */
 export const stripeWebhook: Handler<'stripeWebhook'> = async ({ headers, readRawBody, validateBody, em, services }) => {
   services.billing.assertWebhookOn();
   const rawBody = await readRawBody(WEBHOOK_BODY_LIMIT_BYTES);
   const event = services.billing.verifyEvent(rawBody, headers['Stripe-Signature'] ?? '');
   validateBody(event);
-  const result = await applyWebhookEvent(em, services.config.stripe.priceTiers, event);
-  const line = { stripeEvent: event.id, type: event.type, ...result };
-  if (result.outcome === 'changed' && result.replacedBillingId)
-    services.logger.warn(line, 'stripe checkout replaced a project subscription; the old one may still be billing');
-  else services.logger.info(line, result.outcome === 'ignored' ? 'stripe event ignored' : 'stripe event');
+  const result = await applyWebhookEvent(em, services.billing, services.config.stripe.priceTiers, event);
+  services.logger.info(
+    { stripeEvent: event.id, type: event.type, ...result },
+    result.outcome === 'ignored' ? 'stripe event ignored' : 'stripe event',
+  );
   return { status: 200, data: { received: true } };
 };
 
