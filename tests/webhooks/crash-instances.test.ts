@@ -362,11 +362,12 @@ describe('webhooks: a crashed instance and two instances on one database', funct
   });
 
   it('never leaves an endpoint turned off without its activity entry, whenever the process dies', async () => {
-    const receiver = await SlowReceiver.start(0);
+    // The receiver answers 410 a second after each request: long enough to lock the activity log first.
+    const receiver = await SlowReceiver.start(1000);
     receiver.status = 410;
     cleanups.push(() => receiver.close());
     const databaseUrl = await freshDatabase('sb_hooks_gone');
-    const env = serviceEnv(databaseUrl, { WEBHOOK_TIMEOUT_MS: '500' });
+    const env = serviceEnv(databaseUrl, { WEBHOOK_TIMEOUT_MS: '1500' });
     const first = await start(env);
     const { token, namespace } = await firstProjectWithEndpoint(first, receiver.url);
     const state = async () => {
@@ -378,18 +379,18 @@ describe('webhooks: a crashed instance and two instances on one database', funct
       return row!;
     };
 
-    // While the activity log is locked, the endpoint answers 410 and the process is killed: whatever
-    // it had written by then is all there is.
+    // The event is published (a publish's statement may write the log too), then the log is locked
+    // while the endpoint answers 410, and the process is killed: what it had written is all there is.
+    expectData(
+      await callAt(first.url, 'POST', projectPath(namespace, '/events'), token, { events: [{ feed: 'general', event: 'gone' }] }),
+      201,
+    );
     const locker = new pg.Client({ connectionString: databaseUrl });
     await locker.connect();
     cleanups.push(() => locker.end());
     await locker.query('begin');
     await locker.query('lock table activity in exclusive mode');
-    expectData(
-      await callAt(first.url, 'POST', projectPath(namespace, '/events'), token, { events: [{ feed: 'general', event: 'gone' }] }),
-      201,
-    );
-    await waitUntil('the 410 answered', () => (receiver.copies.length > 0 ? true : undefined), 10_000);
+    await waitUntil('the 410 answered', () => (receiver.copies[0]?.end !== undefined ? true : undefined), 10_000);
     await sleep(500);
     first.child.kill('SIGKILL');
     await first.exited;
@@ -400,7 +401,7 @@ describe('webhooks: a crashed instance and two instances on one database', funct
 
     // Started again, the service finishes what the kill cut off (the delivery's lease runs out and the 410 comes again).
     await start(env);
-    const settled = await waitUntil('the endpoint turned off', async () => ((await state()).off ? state() : undefined), 15_000);
+    const settled = await waitUntil('the endpoint turned off', async () => ((await state()).off ? state() : undefined), 20_000);
     expect(settled).to.deep.equal({ off: true, entries: 1 });
   });
 

@@ -145,6 +145,11 @@ export function notProvokableReason(op: Operation, status: number, context: Cove
   }
   const plans = planReason(op, status, context);
   if (plans) return plans;
+  if (status === 502 && op.caller === 'stripe')
+    return (
+      '502 `billing_unavailable` needs a second paid checkout for a project that has a subscription, and Stripe failing the old ' +
+      "one's cancel"
+    );
   if (status === 502)
     return (
       '502 `billing_unavailable` needs a project with a Stripe subscription (only a Stripe checkout sets billing_id) and Stripe ' +
