@@ -1,6 +1,6 @@
 /** Headers every answer carries, CORS, and the process logger's censoring. Rate limits: tests/http/rate-limits.test.ts. */
 import { expect } from 'chai';
-import { censorSecrets, createLogger } from '../../server/src/logger.js';
+import { censorSecrets, createLogger, infoLineWriter } from '../../server/src/logger.js';
 import { startExtraServer } from '../support/harness.js';
 import { http, send } from '../support/http.js';
 
@@ -102,5 +102,21 @@ describe('the process logger', () => {
     const request = { method: 'GET', path: '/v1/projects/acme', operationId: 'getProject', status: 200, ms: 1.5 };
     expect(censorSecrets(request)).to.equal(request);
     expect(logged(request)).to.include(request);
+  });
+
+  it("writes the request line byte for byte as pino's info() does, but for the time; nothing below info", () => {
+    const lines: string[] = [];
+    const logger = createLogger('info', 'json', { write: (line: string) => lines.push(line) });
+    const fields = { requestId: 'r-1', method: 'GET', path: '/v1/a "quoted" \\ päth\n', operationId: undefined, status: 404, ms: 0.3 };
+    logger.info(fields, 'request');
+    infoLineWriter(logger, 'request')(fields);
+    const [byPino, byWriter] = lines.map((line) => line.replace(/"time":\d+/, '"time":0'));
+    expect(byWriter).to.equal(byPino);
+    const { operationId: _leftOut, ...shown } = fields;
+    expect(JSON.parse(byWriter!)).to.deep.equal({ level: 30, time: 0, service: 'signalboard', ...shown, msg: 'request' });
+
+    const quiet: string[] = [];
+    infoLineWriter(createLogger('warn', 'json', { write: (line: string) => quiet.push(line) }), 'request')(fields);
+    expect(quiet).to.deep.equal([]);
   });
 });

@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
+import { infoLineWriter } from '../logger.js';
 import type { Reply } from './envelope.js';
 import type { PreparedBody } from './representation.js';
 
@@ -44,6 +45,7 @@ declare module 'koa' {
  * than in a promise of its own (see envelope.ts: every promise costs every request).
  */
 export function requestLog(logger: Logger): Middleware {
+  const info = infoLineWriter(logger, 'request');
   return (ctx, next) => {
     const incoming = ctx.get('X-Request-Id');
     const requestId = WELL_FORMED_ID.test(incoming) ? incoming : randomUUID();
@@ -61,7 +63,7 @@ export function requestLog(logger: Logger): Middleware {
         ms: Math.round((performance.now() - started) * 10) / 10,
       };
       if (ctx.status >= 500) logger.warn(line, 'request');
-      else logger.info(line, 'request');
+      else info(line);
     };
     return next().then(done, (error: unknown) => {
       done();
