@@ -219,6 +219,13 @@ export async function replaceSecret(em: EntityManager, id: string, secret: strin
 const NEW_ID = `encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing
   substring(int8send(floor(extract(epoch from clock_timestamp()) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid`;
 
+// The `webhook.disabled` activity entry of each endpoint `rows` names (an SQL source with `id`,
+// `project_id` and `url`, with its condition), for `reason` (an SQL expression): written by the
+// statement that turns the endpoints off, so that none is ever off without its entry.
+const disabledNotices = (rows: string, reason: string) => `insert into activity (id, project_id, actor_id, type, data, created_at)
+    select ${NEW_ID}, project_id, null, 'webhook.disabled', jsonb_build_object('webhook', id, 'url', url, 'reason', ${reason}), now()
+    from ${rows}`;
+
 // Whether the event `e` of the feed `f` passes the filter of the endpoint `w`: every list empty
 // lets everything through; a tag filter `key:value` matches the tag's value as text (a number or
 // boolean as it is spelt), like the events list's `tag` filter.
@@ -250,11 +257,7 @@ const QUEUE_MATCHED = `queued as (
     ) c
     where w.id = c.endpoint_id
     returning w.id, w.project_id, w.url, not w.enabled as paused
-  ), paused_noticed as (
-    insert into activity (id, project_id, actor_id, type, data, created_at)
-    select ${NEW_ID}, project_id, null, 'webhook.disabled', jsonb_build_object('webhook', id, 'url', url, 'reason', 'backlog'), now()
-    from counted where paused
-  )`;
+  ), paused_noticed as (${disabledNotices('counted where paused', "'backlog'")})`;
 
 /**
  * The part of the events' insert (db/repositories/events.ts, `INSERT_EVENTS`) that queues an
@@ -492,11 +495,7 @@ export async function settle(em: EntityManager, outcomes: Outcome[], failingForM
        returning w.id, w.project_id, w.url, v.reason, v.was_enabled
      ), turned_off as (
        select id, project_id, url, reason from changed where reason is not null and was_enabled
-     ), noticed as (
-       insert into activity (id, project_id, actor_id, type, data, created_at)
-       select ${NEW_ID}, project_id, null, 'webhook.disabled', jsonb_build_object('webhook', id, 'url', url, 'reason', reason), now()
-       from turned_off
-     )
+     ), noticed as (${disabledNotices('turned_off', 'reason')})
      select id, project_id as "projectId", url, reason from turned_off`,
     [
       outcomes.map((o) => o.id),
