@@ -28,6 +28,7 @@
  * Options: --admin-url URL; --seconds S (default 10); --rounds N (default 3); --connections N
  * (default 20); --rate N (default 500); --no-write; --keep-db.
  */
+import { execFile } from 'node:child_process';
 import http from 'node:http';
 import { mkdirSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -37,8 +38,8 @@ import { parseArgs } from 'node:util';
 import { freshDatabase } from '../tests/support/pg-cluster.js';
 import { loadAverage, machine, writeGeneratedBlock } from './bulk.js';
 import { load, percentile } from './load.js';
-import { buildService, root, startService } from './processes.js';
-import { json, round, sleep } from './run.js';
+import { buildService, cpuMicros, cpuSpent, postgresPids, root, startService } from './processes.js';
+import { json, median, round, sleep } from './run.js';
 import { seed } from './seed.js';
 
 const { values: args } = parseArgs({
@@ -62,6 +63,8 @@ const note = (text: string) => process.stderr.write(`${text}\n`);
 
 /** Arrivals at the receivers, by path: each delivery's arrival time and its event's `created_at`. */
 const arrivals = new Map<string, { at: number; createdAt: number }[]>();
+/** The last request the service sent, as it came (the bare POSTs of the ceiling send it again). */
+let lastRequest: { body: string; headers: Record<string, string> } | undefined;
 
 /** `/hang…` never answers (the connection stays open until the service gives up); anything else is 200 at once. */
 function startReceiver(): Promise<http.Server> {
@@ -72,7 +75,12 @@ function startReceiver(): Promise<http.Server> {
       const at = Date.now();
       const path = req.url ?? '';
       if (path.startsWith('/hang')) return;
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { data: { created_at: string } };
+      const raw = Buffer.concat(chunks).toString('utf8');
+      const body = JSON.parse(raw) as { data: { created_at: string } };
+      if (path === '/subscribed') {
+        const { host: _host, connection: _connection, ...headers } = req.headers as Record<string, string>;
+        lastRequest = { body: raw, headers };
+      }
       const list = arrivals.get(path) ?? [];
       list.push({ at, createdAt: Date.parse(body.data.created_at) });
       arrivals.set(path, list);
@@ -113,6 +121,56 @@ async function publishAt(url: string, token: string, perSecond: number, ms: numb
   await Promise.all(sends);
   agent.destroy();
   return acknowledged;
+}
+
+/** CPU µs per unit of work, by process: the service, PostgreSQL (all its processes), this one (the load generator and the receivers). */
+interface CpuShare {
+  service: number;
+  postgres: number;
+  bench: number;
+}
+const total = (c: CpuShare) => c.service + c.postgres + c.bench;
+
+const shareText = (c: CpuShare) => `${round(c.service, 0)} + ${round(c.postgres, 0)} + ${round(c.bench, 0)} = ${round(total(c), 0)} µs`;
+
+/** Starts measuring the CPU the service, PostgreSQL and this process spend; `per(n)` divides what they spent since by `n`. */
+function cpuMeter(servicePid: number): { per(n: number): CpuShare } {
+  const postgres = postgresPids();
+  const before = { service: cpuMicros([servicePid]), postgres: cpuMicros(postgres), bench: process.cpuUsage() };
+  return {
+    per(n) {
+      const bench = process.cpuUsage(before.bench);
+      return {
+        service: cpuSpent(before.service, cpuMicros([servicePid])) / n,
+        postgres: cpuSpent(before.postgres, cpuMicros(postgres)) / n,
+        bench: (bench.user + bench.system) / n,
+      };
+    },
+  };
+}
+
+/**
+ * What one delivery costs at the least here: the last request the service sent, POSTed again
+ * 20,000 times to this process's receiver by a bare sender (bench/bare-posts.ts: keep-alive, 32 at
+ * once, no database, no signature); the sender's CPU and this process's (the receiver's) per POST.
+ */
+async function barePost(receiverUrl: string): Promise<{ sender: number; receiver: number }> {
+  const request = lastRequest;
+  if (!request) throw new Error('no delivery arrived to send again');
+  const started = process.cpuUsage();
+  const out = await new Promise<string>((resolve, reject) => {
+    const child = execFile(
+      process.execPath,
+      ['--import', 'tsx', 'bench/bare-posts.ts', '--url', `${receiverUrl}/bare`],
+      { cwd: root, encoding: 'utf8' },
+      (error: Error | null, stdout: string) => (error ? reject(error) : resolve(stdout)),
+    );
+    child.stdin!.end(JSON.stringify(request));
+  });
+  const receiver = process.cpuUsage(started);
+  const { micros, posts } = JSON.parse(out.trim().split('\n').at(-1)!) as { micros: number; posts: number };
+  arrivals.delete('/bare');
+  return { sender: micros, receiver: (receiver.user + receiver.system) / posts };
 }
 
 /** Waits until `path` has had `count` arrivals (or `timeoutMs`); the arrivals. */
@@ -203,6 +261,7 @@ async function main(): Promise<void> {
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const started = new Date();
     const rps = { plain: [] as number[], subscribed: [] as number[] };
+    const cpu = { plain: [] as CpuShare[], subscribed: [] as CpuShare[] };
     /** What a subscribed round left queued at its end, and how long it took to go out after. */
     const backlogs: { left: number; drainMs: number }[] = [];
     for (let round = 1; round <= rounds; round++) {
@@ -211,12 +270,14 @@ async function main(): Promise<void> {
         ['subscribed', subscribed],
       ] as const) {
         const url = await publishUrl(namespace);
+        const meter = cpuMeter(service.pid);
         const result = await load(service.url, {
           connections,
           seconds,
           next: () => ({ method: 'POST', path: new URL(url).pathname, headers, body }),
         });
         rps[kind].push(result.rps);
+        cpu[kind].push(meter.per(result.requests));
         note(`round ${round} ${kind}: ${result.rps.toFixed(0)} publishes/s, p99 ${result.p99.toFixed(1)} ms`);
         if (kind === 'subscribed') {
           // Every round starts with an empty queue: the next plain round never pays for this one's deliveries.
@@ -231,6 +292,16 @@ async function main(): Promise<void> {
     const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
     const publishRatio = sum(rps.subscribed) / sum(rps.plain);
     const worstBacklog = backlogs.reduce((worst, b) => (b.left > worst.left ? b : worst), backlogs[0]!);
+    const medianShare = (shares: CpuShare[]): CpuShare => ({
+      service: median(shares.map((c) => c.service)),
+      postgres: median(shares.map((c) => c.postgres)),
+      bench: median(shares.map((c) => c.bench)),
+    });
+    const plainCpu = medianShare(cpu.plain);
+    const subscribedCpu = medianShare(cpu.subscribed);
+    const bare = await barePost(receiverUrl);
+    const ceiling = total(plainCpu) / (total(plainCpu) + bare.sender + bare.receiver);
+    note(`a bare POST of a delivery: sender ${bare.sender.toFixed(0)} µs, receiver ${bare.receiver.toFixed(0)} µs of CPU`);
 
     // 2. Delivery throughput: 10,000 queued at once by a recovery.
     arrivals.delete('/subscribed');
@@ -261,6 +332,8 @@ async function main(): Promise<void> {
 
     const rows = [
       `| Publishing, one endpoint subscribed vs none (${rounds} rounds of ${seconds} s, ${connections} connections) | ${round(sum(rps.subscribed) / rounds, 0)} vs ${round(sum(rps.plain) / rounds, 0)} publishes/s: **${round(publishRatio)}×** | ≥ 0.9× |`,
+      `| CPU per publish, median of the rounds: service + PostgreSQL + load generator and receiver | none subscribed ${shareText(plainCpu)}; one subscribed ${shareText(subscribedCpu)} | |`,
+      `| The ratio's ceiling here: one bare POST of the same request and its answer (no database, no signature) | ${round(bare.sender, 0)} + ${round(bare.receiver, 0)} µs of CPU: at most **${round(ceiling)}×** for any deliverer that sends each event at once | |`,
       `| Deliveries left queued at the end of a subscribed round (most of the ${rounds}); sent after | ${worstBacklog.left}; all sent ${round(worstBacklog.drainMs / 1000, 1)} s after | none |`,
       `| Delivery throughput, ${queued.toLocaleString('en')} queued at once, receiver answering at once | **${round(deliveryRate, 0)} deliveries/s** | ≥ 2,000/s |`,
       `| Storage to delivery at ${rate} events/s for ${seconds} s (${steady.n} events) | p50 ${steady.p50} ms, **p99 ${steady.p99} ms**, max ${steady.max} ms | p99 ≤ 250 ms |`,

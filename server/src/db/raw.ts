@@ -70,14 +70,26 @@ function statement(sql: string): Statement {
 /**
  * Runs `sql` with `params`: `?` marks a parameter (so the SQL itself must not contain a `?`), and an
  * array is one parameter, e.g. `?::uuid[]`.
+ *
+ * `planEachTime` sends it unprepared, so PostgreSQL plans it for the table as it is at each run. It
+ * is for a statement on a table whose size swings, such as the webhook deliveries' queue. That table
+ * is empty at start and thousands of rows deep under load. A prepared statement soon settles on one
+ * generic plan, and keeps it until the table's statistics change. Autovacuum may be off, and then
+ * they change only when the service vacuums. A plan made for an empty table scans the whole table.
  */
-export async function query<T = Record<string, unknown>>(em: EntityManager, sql: string, params: unknown[]): Promise<T[]> {
+export async function query<T = Record<string, unknown>>(
+  em: EntityManager,
+  sql: string,
+  params: unknown[],
+  options?: { planEachTime: true },
+): Promise<T[]> {
   const knex = em.getConnection().getKnex();
   const source = (em.getTransactionContext<{ client: ConnectionSource }>() ?? knex).client as ConnectionSource;
   const { name, text } = statement(sql);
   const connection = await source.acquireConnection();
   try {
-    return (await connection.query<T>({ name: prepared.has(knex) ? name : undefined, text, values: params })).rows;
+    const named = prepared.has(knex) && !options?.planEachTime;
+    return (await connection.query<T>({ name: named ? name : undefined, text, values: params })).rows;
   } finally {
     source.releaseConnection(connection);
   }

@@ -404,6 +404,7 @@ export async function claimDue(
        w.url, w.format,
        case when w.previous_secret_expires_at > now() then array[w.secret, w.previous_secret] else array[w.secret] end as secrets`,
     [options.probeEndpoints, options.perEndpoint, options.skipEndpoints, options.limit, options.leaseMs],
+    { planEachTime: true },
   );
   return rows.map((r) => ({
     id: r.id,
