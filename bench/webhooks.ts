@@ -9,12 +9,16 @@
  *
  * 1. **Publishing with an endpoint subscribed**: autocannon publishes single events to a project
  *    without endpoints and to one with an endpoint (at the fast receiver), in alternating rounds of
- *    `--seconds`, so that a machine's drift falls on both; the ratio of their requests a second.
+ *    `--seconds` after 3 s of each unmeasured, so that a machine's drift falls on both; the ratio
+ *    of their requests a second, and the CPU each process spent per publish. Beside it, the ratio's
+ *    ceiling on this machine: what one bare POST of the same request and its answer cost
+ *    (bench/bare-posts.ts), added to a plain publish.
  *    Each round starts with the endpoint's queue empty; what a subscribed round leaves queued (the
  *    deliverer falling behind the publishing) and how long it takes to go out after are reported
  *    beside the ratio.
- * 2. **Delivery throughput**: the subscribed endpoint's backlog drained, `recover` queues 10,000
- *    stored events for it at once; deliveries a second from the answer to the last arrival.
+ * 2. **Delivery throughput**: the subscribed endpoint's backlog drained, `recover` queues the
+ *    events of the rounds for it at once (up to 10,000); deliveries a second from the answer to the
+ *    last arrival, and the CPU each process spent per delivery.
  * 3. **Storage to delivery** at `--rate` events a second (open loop, one event a request) for
  *    `--seconds`: each event's arrival at the receiver minus its `created_at`, p50 and p99.
  * 4. **Beside a hanging endpoint**: the same, to a project with two endpoints, one at the receiver
@@ -26,9 +30,11 @@
  * report and writes it into bench/webhooks-results.md between its markers.
  *
  * Options: --admin-url URL; --seconds S (default 10); --rounds N (default 3); --connections N
- * (default 20); --rate N (default 500); --no-write; --keep-db.
+ * (default 20); --rate N (default 500); --no-write; --keep-db; --profile (the service runs with
+ * `--cpu-prof`; its profile is written in the run's temporary folder when it stops, and printed).
  */
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { mkdirSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -41,6 +47,7 @@ import { load, percentile } from './load.js';
 import { buildService, cpuMicros, cpuSpent, postgresPids, root, startService } from './processes.js';
 import { json, median, round, sleep } from './run.js';
 import { seed } from './seed.js';
+import { Webhook } from 'standardwebhooks';
 
 const { values: args } = parseArgs({
   options: {
@@ -51,6 +58,7 @@ const { values: args } = parseArgs({
     rate: { type: 'string', default: '500' },
     'no-write': { type: 'boolean', default: false },
     'keep-db': { type: 'boolean', default: false },
+    profile: { type: 'boolean', default: false },
   },
 });
 const adminUrl = args['admin-url'] ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -58,6 +66,9 @@ const seconds = Number(args.seconds);
 const rounds = Number(args.rounds);
 const connections = Number(args.connections);
 const rate = Number(args.rate);
+
+/** Publishing to each project before the measured rounds. */
+const WARMUP_SECONDS = 3;
 
 const note = (text: string) => process.stderr.write(`${text}\n`);
 
@@ -173,6 +184,17 @@ async function barePost(receiverUrl: string): Promise<{ sender: number; receiver
   return { sender: micros, receiver: (receiver.user + receiver.system) / posts };
 }
 
+/** CPU µs per signature of `body` by the `standardwebhooks` package, in this process (what the service signs with). */
+function signatureMicros(body: string): number {
+  const webhook = new Webhook(`whsec_${randomBytes(24).toString('base64')}`);
+  const count = 5_000;
+  for (let i = 0; i < 500; i++) webhook.sign(`msg_${i}`, new Date(), body);
+  const before = process.cpuUsage();
+  for (let i = 0; i < count; i++) webhook.sign(`msg_${i}`, new Date(), body);
+  const spent = process.cpuUsage(before);
+  return (spent.user + spent.system) / count;
+}
+
 /** Waits until `path` has had `count` arrivals (or `timeoutMs`); the arrivals. */
 async function arrived(path: string, count: number, timeoutMs = 120_000): Promise<{ at: number; createdAt: number }[]> {
   const deadline = Date.now() + timeoutMs;
@@ -206,7 +228,9 @@ async function main(): Promise<void> {
       DATA_DIR: path.join(outDir, 'data'),
     },
     path.join(outDir, 'service.log'),
+    args.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.join(outDir, 'profiles')}`] : [],
   );
+  if (args.profile) note(`the service's CPU profile: ${path.join(outDir, 'profiles')} (npx tsx bench/profile-summary.ts <file> 40)`);
   const report: string[] = [];
   try {
     const fixture = await seed(db.url, {
@@ -259,6 +283,13 @@ async function main(): Promise<void> {
     // 1. Publishing with and without an endpoint subscribed.
     const body = JSON.stringify({ event: 'Paid', emoji: '💸', tags: { plan: 'pro' } });
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    // Both paths warmed first (V8's compiler, the pools, the prepared statements), so that the first
+    // plain round does not pay for what every later round finds ready.
+    for (const namespace of [plain, subscribed]) {
+      const path = new URL(await publishUrl(namespace)).pathname;
+      await load(service.url, { connections, seconds: WARMUP_SECONDS, next: () => ({ method: 'POST', path, headers, body }) });
+    }
+    await drained(subscribed, subscribedEndpoint);
     const started = new Date();
     const rps = { plain: [] as number[], subscribed: [] as number[] };
     const cpu = { plain: [] as CpuShare[], subscribed: [] as CpuShare[] };
@@ -300,11 +331,14 @@ async function main(): Promise<void> {
     const plainCpu = medianShare(cpu.plain);
     const subscribedCpu = medianShare(cpu.subscribed);
     const bare = await barePost(receiverUrl);
+    const signing = signatureMicros(lastRequest!.body);
     const ceiling = total(plainCpu) / (total(plainCpu) + bare.sender + bare.receiver);
+    const signedCeiling = total(plainCpu) / (total(plainCpu) + bare.sender + bare.receiver + signing);
     note(`a bare POST of a delivery: sender ${bare.sender.toFixed(0)} µs, receiver ${bare.receiver.toFixed(0)} µs of CPU`);
 
     // 2. Delivery throughput: 10,000 queued at once by a recovery.
     arrivals.delete('/subscribed');
+    const deliveryMeter = cpuMeter(service.pid);
     const recoverStarted = Date.now();
     const recovered = await json<{ data: { queued: number } }>(
       `${service.url}/v1/projects/${subscribed}/webhooks/${subscribedEndpoint}/recover`,
@@ -315,6 +349,7 @@ async function main(): Promise<void> {
     const queued = recovered.data.queued;
     const delivered = await arrived('/subscribed', queued);
     const deliveryRate = queued / ((delivered.at(-1)!.at - recoverStarted) / 1000);
+    const deliveryCpu = deliveryMeter.per(queued);
     note(`delivered ${queued} in ${((delivered.at(-1)!.at - recoverStarted) / 1000).toFixed(2)} s`);
     await drained(subscribed, subscribedEndpoint);
 
@@ -333,9 +368,9 @@ async function main(): Promise<void> {
     const rows = [
       `| Publishing, one endpoint subscribed vs none (${rounds} rounds of ${seconds} s, ${connections} connections) | ${round(sum(rps.subscribed) / rounds, 0)} vs ${round(sum(rps.plain) / rounds, 0)} publishes/s: **${round(publishRatio)}×** | ≥ 0.9× |`,
       `| CPU per publish, median of the rounds: service + PostgreSQL + load generator and receiver | none subscribed ${shareText(plainCpu)}; one subscribed ${shareText(subscribedCpu)} | |`,
-      `| The ratio's ceiling here: one bare POST of the same request and its answer (no database, no signature) | ${round(bare.sender, 0)} + ${round(bare.receiver, 0)} µs of CPU: at most **${round(ceiling)}×** for any deliverer that sends each event at once | |`,
+      `| The ratio's ceiling here: one bare POST of the same request and its answer (no database, no signature); with its signature by the \`standardwebhooks\` package | ${round(bare.sender, 0)} + ${round(bare.receiver, 0)} µs of CPU: at most **${round(ceiling)}×** for any deliverer that sends each event at once; + ${round(signing, 0)} µs to sign: **${round(signedCeiling)}×** | |`,
       `| Deliveries left queued at the end of a subscribed round (most of the ${rounds}); sent after | ${worstBacklog.left}; all sent ${round(worstBacklog.drainMs / 1000, 1)} s after | none |`,
-      `| Delivery throughput, ${queued.toLocaleString('en')} queued at once, receiver answering at once | **${round(deliveryRate, 0)} deliveries/s** | ≥ 2,000/s |`,
+      `| Delivery throughput, ${queued.toLocaleString('en')} queued at once, receiver answering at once | **${round(deliveryRate, 0)} deliveries/s**; CPU per delivery ${shareText(deliveryCpu)} | ≥ 2,000/s |`,
       `| Storage to delivery at ${rate} events/s for ${seconds} s (${steady.n} events) | p50 ${steady.p50} ms, **p99 ${steady.p99} ms**, max ${steady.max} ms | p99 ≤ 250 ms |`,
       `| The same, beside an endpoint that never answers (${besideSeconds} s, ${besideHang.n} events) | p50 ${besideHang.p50} ms, **p99 ${besideHang.p99} ms**, max ${besideHang.max} ms | p99 ≤ 250 ms |`,
     ];
