@@ -98,11 +98,17 @@ export function infoLineWriter(logger: Logger, msg: string): (fields: Record<str
   const head = `{"level":${logger.levels.values.info},"time":`;
   const afterTime = bindings === '' ? '' : `,${bindings}`;
   const tail = `,"msg":${JSON.stringify(msg)}}\n`;
+  // Each field's `,"key":`, serialised when the key is first seen: a writer sees the same few keys on every line.
+  const keys = new Map<string, string>();
   return (fields) => {
     let line = head + Date.now() + afterTime;
     for (const key in fields) {
       const value = fields[key];
-      if (value !== undefined) line += `,${JSON.stringify(key)}:${JSON.stringify(value)}`;
+      if (value === undefined) continue;
+      let prefix = keys.get(key);
+      if (prefix === undefined) keys.set(key, (prefix = `,${JSON.stringify(key)}:`));
+      // A finite number is written as JSON writes it.
+      line += prefix + (typeof value === 'number' ? String(value) : JSON.stringify(value));
     }
     destination.write(line + tail);
   };

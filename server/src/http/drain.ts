@@ -53,11 +53,10 @@ export class ConnectionDrain {
   track(res: http.ServerResponse): void {
     this.pending.add(res);
     if (this.draining) res.setHeader('Connection', 'close');
-    const done = () => {
+    // Node emits 'close' once for every answer: after it is written, or when its connection went first.
+    res.on('close', () => {
       if (this.pending.delete(res) && this.draining) this.answered += 1;
-    };
-    res.once('finish', done);
-    res.once('close', done);
+    });
   }
 
   /**
