@@ -132,7 +132,7 @@ export async function startService(
   });
 }
 
-export async function startBaseline(mode: 'bare' | 'headers' | 'pg', databaseUrl: string, logFile: string): Promise<Child> {
+export async function startBaseline(mode: 'bare' | 'headers' | 'hooks' | 'pg', databaseUrl: string, logFile: string): Promise<Child> {
   const port = await freePort();
   return startChild({
     name: `baseline-${mode}`,

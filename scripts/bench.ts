@@ -180,6 +180,8 @@ async function main(): Promise<void> {
     children.push(bare);
     const withHeaders = await startBaseline('headers', db.url, log('baseline-headers'));
     children.push(withHeaders);
+    const withHooks = await startBaseline('hooks', db.url, log('baseline-hooks'));
+    children.push(withHooks);
     const handWritten = await startBaseline('pg', db.url, log('baseline-pg'));
     children.push(handWritten);
 
@@ -222,6 +224,11 @@ async function main(): Promise<void> {
     await run('baseline-bare', 'baseline: bare Koa GET /v1', bare, () => message);
     // The bare route with the headers the service's answer carries: how much of GET /v1's ratio is the answer itself.
     await run('baseline-headers', "baseline: bare Koa GET /v1 with the service's headers", withHeaders, () => message, {
+      baseline: 'baseline-bare',
+    });
+    // And in a process with async-context hooks on, as the service's are (Node 20 and 22): the most
+    // GET /v1 could reach with no pipeline at all.
+    await run('baseline-hooks', 'baseline: the same, async-context hooks on', withHooks, () => message, {
       baseline: 'baseline-bare',
     });
     await run('baseline-pg', 'baseline: Koa + pg project read', handWritten, projectRead);
