@@ -85,30 +85,32 @@ const FLUSH_BYTES = 16_384;
 /**
  * A writer of one kind of `info` line with fields of its own, for the request log, the one line
  * every request writes: the line `logger.info(fields, msg)` writes (level, time, the logger's
- * bindings, the fields in their order, `msg`), made from a prefix and a suffix computed once and
- * written straight to the logger's destination. Pino's general path (formatters, hooks, its
- * serialisers) cost about a microsecond of a `GET /v1`'s 28 (journal entry 25). Only for fields that are
- * strings, finite numbers or undefined (left out, as pino leaves them out) and never credentials:
- * the censoring of `censorSecrets` is not applied. A no-op when `info` is not logged.
+ * bindings, the fields, `msg`) for an object holding `names` in that order, made from pieces
+ * serialised once (each field's `,"name":` included) and written straight to the logger's
+ * destination. Pino's general path (formatters, hooks, its serialisers) cost about a microsecond
+ * of a `GET /v1`'s 28 (journal entry 25), serialising the names on every line another 0.4 µs
+ * (entry 27). Only for fields that are strings, finite numbers or undefined (left out, as pino
+ * leaves them out) and never credentials: the censoring of `censorSecrets` is not applied. A no-op
+ * when `info` is not logged.
  */
-export function infoLineWriter(logger: Logger, msg: string): (fields: Record<string, string | number | undefined>) => void {
+export function infoLineWriter<Name extends string>(
+  logger: Logger,
+  msg: string,
+  names: readonly Name[],
+): (fields: Record<Name, string | number | undefined>) => void {
   if (!logger.isLevelEnabled('info')) return () => {};
   const destination = (logger as unknown as Record<symbol, DestinationStream>)[symbols.streamSym]!;
   const bindings = JSON.stringify(logger.bindings()).slice(1, -1);
   const head = `{"level":${logger.levels.values.info},"time":`;
   const afterTime = bindings === '' ? '' : `,${bindings}`;
   const tail = `,"msg":${JSON.stringify(msg)}}\n`;
-  // Each field's `,"key":`, serialised when the key is first seen: a writer sees the same few keys on every line.
-  const keys = new Map<string, string>();
+  const prefixes = names.map((name) => `,${JSON.stringify(name)}:`);
   return (fields) => {
     let line = head + Date.now() + afterTime;
-    for (const key in fields) {
-      const value = fields[key];
-      if (value === undefined) continue;
-      let prefix = keys.get(key);
-      if (prefix === undefined) keys.set(key, (prefix = `,${JSON.stringify(key)}:`));
+    for (let i = 0; i < names.length; i++) {
+      const value = fields[names[i]!];
       // A finite number is written as JSON writes it.
-      line += prefix + (typeof value === 'number' ? String(value) : JSON.stringify(value));
+      if (value !== undefined) line += prefixes[i] + (typeof value === 'number' ? String(value) : JSON.stringify(value));
     }
     destination.write(line + tail);
   };

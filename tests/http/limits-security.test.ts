@@ -109,18 +109,15 @@ describe('the process logger', () => {
     const logger = createLogger('info', 'json', { write: (line: string) => lines.push(line) });
     const fields = { requestId: 'r-1', method: 'GET', path: '/v1/a "quoted" \\ päth\n', operationId: undefined, status: 404, ms: 0.3 };
     logger.info(fields, 'request');
-    // Twice: the second line is made from the keys the writer serialised for the first.
-    const write = infoLineWriter(logger, 'request');
-    write(fields);
-    write(fields);
-    const [byPino, byWriter, again] = lines.map((line) => line.replace(/"time":\d+/, '"time":0'));
+    const names = ['requestId', 'method', 'path', 'operationId', 'status', 'ms'] as const;
+    infoLineWriter(logger, 'request', names)(fields);
+    const [byPino, byWriter] = lines.map((line) => line.replace(/"time":\d+/, '"time":0'));
     expect(byWriter).to.equal(byPino);
-    expect(again).to.equal(byPino);
     const { operationId: _leftOut, ...shown } = fields;
     expect(JSON.parse(byWriter!)).to.deep.equal({ level: 30, time: 0, service: 'signalboard', ...shown, msg: 'request' });
 
     const quiet: string[] = [];
-    infoLineWriter(createLogger('warn', 'json', { write: (line: string) => quiet.push(line) }), 'request')(fields);
+    infoLineWriter(createLogger('warn', 'json', { write: (line: string) => quiet.push(line) }), 'request', names)(fields);
     expect(quiet).to.deep.equal([]);
   });
 });

@@ -40,12 +40,15 @@ declare module 'koa' {
   }
 }
 
+/** The request line's fields, in the order `logger.info` would write the line's object. */
+const LINE_FIELDS = ['requestId', 'method', 'path', 'operationId', 'status', 'ms'] as const;
+
 /**
  * Not async: the line is written by continuations on `next`'s promise, which it hands on, rather
  * than in a promise of its own (see envelope.ts: every promise costs every request).
  */
 export function requestLog(logger: Logger): Middleware {
-  const info = infoLineWriter(logger, 'request');
+  const info = infoLineWriter(logger, 'request', LINE_FIELDS);
   return (ctx, next) => {
     const incoming = ctx.get('X-Request-Id');
     const requestId = WELL_FORMED_ID.test(incoming) ? incoming : randomUUID();
