@@ -1,6 +1,7 @@
 /** Headers every answer carries, CORS, and the process logger's censoring. Rate limits: tests/http/rate-limits.test.ts. */
 import { expect } from 'chai';
 import { censorSecrets, createLogger, infoLineWriter } from '../../server/src/logger.js';
+import { LINE_FIELDS } from '../../server/src/http/request-log.js';
 import { startExtraServer } from '../support/harness.js';
 import { http, send } from '../support/http.js';
 
@@ -109,15 +110,14 @@ describe('the process logger', () => {
     const logger = createLogger('info', 'json', { write: (line: string) => lines.push(line) });
     const fields = { requestId: 'r-1', method: 'GET', path: '/v1/a "quoted" \\ päth\n', operationId: undefined, status: 404, ms: 0.3 };
     logger.info(fields, 'request');
-    const names = ['requestId', 'method', 'path', 'operationId', 'status', 'ms'] as const;
-    infoLineWriter(logger, 'request', names)(fields);
+    infoLineWriter(logger, 'request', LINE_FIELDS)(fields);
     const [byPino, byWriter] = lines.map((line) => line.replace(/"time":\d+/, '"time":0'));
     expect(byWriter).to.equal(byPino);
     const { operationId: _leftOut, ...shown } = fields;
     expect(JSON.parse(byWriter!)).to.deep.equal({ level: 30, time: 0, service: 'signalboard', ...shown, msg: 'request' });
 
     const quiet: string[] = [];
-    infoLineWriter(createLogger('warn', 'json', { write: (line: string) => quiet.push(line) }), 'request', names)(fields);
+    infoLineWriter(createLogger('warn', 'json', { write: (line: string) => quiet.push(line) }), 'request', LINE_FIELDS)(fields);
     expect(quiet).to.deep.equal([]);
   });
 });

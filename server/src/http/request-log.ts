@@ -41,7 +41,7 @@ declare module 'koa' {
 }
 
 /** The request line's fields, in the order `logger.info` would write the line's object. */
-const LINE_FIELDS = ['requestId', 'method', 'path', 'operationId', 'status', 'ms'] as const;
+export const LINE_FIELDS = ['requestId', 'method', 'path', 'operationId', 'status', 'ms'] as const;
 
 /**
  * Not async: the line is written by continuations on `next`'s promise, which it hands on, rather
