@@ -3,14 +3,16 @@
  * address), `POST /v1/auth/email-confirm` (the link mailed to the new address makes the change and
  * tells the old one) and `POST /v1/auth/email-revert` (the old address's link undoes it and ends
  * every session). The mail goes to a real SMTP server started here; the links in it are what the
- * tests follow. Also: what a password change, a reset and a change of address void, and the
- * operator's `email-link` command for deployments without mail.
+ * tests follow. Also: what a password change, a reset and a change of address void; the old
+ * address kept for the undo while its link lives, against sign-ups and other accounts' changes,
+ * racing ones included; and the operator's `email-link` command for deployments without mail.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { baseUrl, count, database, outputDir, secret, sql, startExtraServer, type TestServer } from '../support/harness.js';
-import { signUp, signUpOn, uniqueName, type TestUser } from '../support/accounts.js';
+import pg from 'pg';
+import { baseUrl, count, database, outputDir, secret, sha256, sql, startExtraServer, type TestServer } from '../support/harness.js';
+import { inviteCode, signUp, signUpOn, uniqueName, type TestUser } from '../support/accounts.js';
 import { Mailbox, type Mail } from '../support/mailbox.js';
 import { callAt, expectData, expectError, expectInvalid, expectNoContent, tally, type Answer } from '../support/http.js';
 import { npmRunUser } from '../support/service-process.js';
@@ -277,6 +279,128 @@ describe('e-mail change', function () {
     expectNoContent(await revert(first));
     expect(await emailOf(user)).to.equal(user.email);
   });
+
+  /** A sign-up on the test's server with `email`, and the invite code it was given. */
+  async function signUpWith(email: string): Promise<{ answer: Answer; username: string; invite: string }> {
+    const username = uniqueName('squat');
+    const invite = await inviteCode({}, server.db);
+    const answer = await callAt(server.url, 'POST', '/v1/auth/signup', undefined, {
+      username,
+      email,
+      password: secret(`pw-${username}`),
+      invite,
+    });
+    return { answer, username, invite };
+  }
+  const accountsWithEmail = (email: string) => count('select count(*)::int from users where lower(email) = lower(?)', [email], server.db);
+  const usersNamed = (username: string) => count('select count(*)::int from users where username = ?', [username], server.db);
+  const inviteUsesLeft = async (code: string) =>
+    (await sql<{ uses_left: number }>('select uses_left from invite_codes where code_hash = ?', [sha256(code)], server.db))[0]!.uses_left;
+
+  /** A refused sign-up: 409 email_taken as for a taken address, no account made, the invite's use given back. */
+  async function expectSignUpRefused(email: string): Promise<void> {
+    const { answer, username, invite } = await signUpWith(email);
+    expectError(answer, 409, 'email_taken', email);
+    expect(answer.json.error.message).to.equal('An account with this email address exists.');
+    expect(await usersNamed(username), 'no account made').to.equal(0);
+    expect(await inviteUsesLeft(invite), "the invite's use given back").to.equal(1);
+  }
+
+  it('while its undo link lives, the old address is kept for the undo: sign-ups and changes to it are refused as for a taken address, in any case', async () => {
+    const [victim, other] = await Promise.all([signUpOn(server, { email: `${uniqueName('Victim')}@Example.com` }), signUpOn(server)]);
+    const undo = await changeTo(victim, `${uniqueName('attacker')}@example.com`);
+    expect(await accountsWithEmail(victim.email), 'nobody has the old address now').to.equal(0);
+
+    for (const email of [victim.email, victim.email.toLowerCase(), victim.email.toUpperCase()]) await expectSignUpRefused(email);
+    // Another account's change to it: asked for as any other (202, the same words), refused at the confirmation.
+    const mailsBefore = (await box.waitFor(victim.email)).length; // the mailbox matches addresses without regard to case
+    expectRequested(await ask(other.token, victim.email.toLowerCase(), other.password));
+    const token = tokenAfter(CONFIRM_URL, (await box.waitFor(victim.email, mailsBefore + 1)).at(-1)!, 'emc_');
+    expectError(await confirm(token), 409, 'email_taken');
+    expect(await emailOf(other)).to.equal(other.email);
+    expect(await pendingChanges(other), 'the refused change stays pending').to.equal(1);
+    expect(await accountsWithEmail(victim.email)).to.equal(0);
+
+    expectNoContent(await revert(undo));
+    expect(await emailOf(victim)).to.equal(victim.email);
+    expect(await accountsWithEmail(victim.email)).to.equal(1);
+    expect(
+      await count('select count(*)::int from email_reverts where user_id = ? and used_at is not null', [victim.id], server.db),
+    ).to.equal(1);
+    await expectSignUpRefused(victim.email.toLowerCase()); // taken again, by its owner
+  });
+
+  it('an expired undo link keeps nothing; the account the link restores may take its old address back itself', async () => {
+    const user = await signUpOn(server);
+    await changeTo(user, `${uniqueName('away')}@example.com`);
+    // Its own change back to the old address is no taking: the undo link would restore the same.
+    const mailsBefore = (await box.waitFor(user.email)).length; // the mailbox matches addresses without regard to case
+    expectRequested(await ask(user.token, user.email.toUpperCase(), user.password));
+    const back = tokenAfter(CONFIRM_URL, (await box.waitFor(user.email, mailsBefore + 1)).at(-1)!, 'emc_');
+    expectNoContent(await confirm(back));
+    expect(await emailOf(user)).to.equal(user.email.toUpperCase());
+
+    const left = await signUpOn(server);
+    await changeTo(left, `${uniqueName('gone')}@example.com`);
+    await expectSignUpRefused(left.email);
+    await sql(`update email_reverts set expires_at = now() - interval '1 second' where user_id = ?`, [left.id], server.db);
+    const { answer, username } = await signUpWith(left.email);
+    expectData(answer, 201);
+    expect(await usersNamed(username)).to.equal(1);
+    expect(await accountsWithEmail(left.email)).to.equal(1);
+  });
+
+  it('the undo wins against a sign-up racing the confirmation that frees the address (PostgreSQL)', async function () {
+    // The embedded database runs one transaction at a time: nothing races there.
+    if (server.db.kind !== 'postgresql') this.skip();
+    const victim = await signUpOn(server);
+    const confirmToTaker = await confirmToken(victim, `${uniqueName('taker')}@example.com`);
+    // A reset link gives the confirmation a row to wait on once it has changed the address, before it commits.
+    expectResetAsked(await callAt(server.url, 'POST', '/v1/auth/password-reset', undefined, { email: victim.email }));
+    await box.waitFor(victim.email);
+    const blocker = new pg.Client({ connectionString: server.db.orm.config.get('clientUrl') });
+    await blocker.connect();
+    let confirmed: Promise<Answer> | undefined;
+    let squatter: Promise<{ answer: Answer; username: string; invite: string }> | undefined;
+    try {
+      await blocker.query('begin');
+      await blocker.query('select 1 from password_reset_tokens where user_id = $1 for update', [victim.id]);
+      confirmed = confirm(confirmToTaker);
+      await waitFor('the confirmation to wait, its change made', () => waitingOn('%password_reset_tokens%'));
+      // The sign-up reaches the users table while the address is free in the confirmation's uncommitted change.
+      squatter = signUpWith(victim.email);
+      await waitFor('the sign-up to wait', () => waitingOn('%into "users"%'));
+    } finally {
+      await blocker.query('rollback').catch(() => {});
+      await blocker.end();
+    }
+    expectNoContent(await confirmed);
+    const { answer, username, invite } = await squatter;
+    expectError(answer, 409, 'email_taken');
+    expect(await usersNamed(username)).to.equal(0);
+    expect(await inviteUsesLeft(invite)).to.equal(1);
+    const undo = tokenAfter(REVERT_URL, (await box.waitFor(victim.email, 2)).at(-1)!, 'emr_');
+    expectNoContent(await revert(undo));
+    expect(await emailOf(victim)).to.equal(victim.email);
+    expect(await accountsWithEmail(victim.email)).to.equal(1);
+  });
+
+  /** Polls `condition` every 10 ms until it holds, failing after `timeoutMs`. */
+  async function waitFor(what: string, condition: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await condition())) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  /** Whether a backend of the test server's database waits for a lock in a statement matching `pattern` (ILIKE). */
+  const waitingOn = async (pattern: string) =>
+    (await count(
+      `select count(*)::int from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query ilike ?`,
+      [pattern],
+      server.db,
+    )) > 0;
 
   it('no token, no address and no password reaches a log line', async () => {
     // The run's end checks every table and the log for registered secrets; here, the addresses.

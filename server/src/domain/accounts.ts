@@ -43,7 +43,11 @@ export function refuseLongPassword(password: string, path: string): void {
   }
 }
 
-/** The unique constraints an account's username and email address must pass, and the 409 each is. */
+/**
+ * The unique constraints an account's username and email address must pass, and the 409 each is.
+ * An address kept for a live undo link of another account fails as `users_email_lower_unique` too
+ * (email-change.ts), so it is refused exactly as a taken one.
+ */
 export const ACCOUNT_TAKEN = {
   users_username_unique: ['username_taken', 'This username is taken.'],
   users_email_lower_unique: ['email_taken', 'An account with this email address exists.'],

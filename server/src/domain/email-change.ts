@@ -11,6 +11,11 @@
  *   `emr_…` (7 days, once) goes to the old address.
  * - Undo: the old address comes back, every session ends, every reset link and pending change is
  *   void. The owner whose address was taken over starts again from there (a reset, a login).
+ *   While the undo link lives, its old address is kept for it: a sign-up with it, or another
+ *   account's change to it, fails as for a taken address (409 `email_taken` at the sign-up and at
+ *   the confirmation; the request answers 202 as ever), so the undo cannot lose the address to
+ *   them. The database holds that rule, racing writers included (the migration
+ *   Migration20261203000000_email_reservations says how).
  *
  * Tokens are kept as SHA-256 only, with their times on the database's clock. Mail goes after the
  * answer (mail/outbox.ts); without mail, the operator's `user email-link` prints the confirm link.

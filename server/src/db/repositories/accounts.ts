@@ -16,7 +16,10 @@ import { mapRow, query, selectColumns, sqlOnce } from '../raw.js';
 /**
  * Usernames are stored lower-case (a check constraint holds it) and compared so; e-mail addresses
  * keep their case and are unique without regard to it (the `users_email_lower_unique` index). The
- * lookups and writes below apply that, so no caller lower-cases a name itself.
+ * lookups and writes below apply that, so no caller lower-cases a name itself. A trigger also
+ * refuses, as that index would, an address a live undo link of another account restores
+ * (Migration20261203000000_email_reservations): `insertUser` and `setEmail` fail on it as on a
+ * taken one.
  */
 const usernameKey = (username: string) => username.toLowerCase();
 
