@@ -10,9 +10,10 @@ import { once } from 'node:events';
 import { createRequire } from 'node:module';
 import { Duplex } from 'node:stream';
 import { Worker } from 'node:worker_threads';
-import type { PGlite } from '@electric-sql/pglite';
 import type { Options } from '@mikro-orm/postgresql';
 import type { Logger } from '../logger.js';
+import { startModuleWorker } from '../worker-thread.js';
+import type { EngineReply, EngineRequest, EngineSettings } from './embedded-engine.js';
 import { closeDataDir, DataDirError, lockDataDir } from './lock.js';
 
 /** Where MikroORM is pointed: pg takes the user and the database from it; the host is never looked up. */
@@ -46,8 +47,17 @@ export interface EmbeddedDatabase {
   connectIn(options: Options): Options;
   /** Why the database has stopped answering for good, once it has: only a new process opens it again. */
   failed(): string | undefined;
+  /** From now on, a statement running longer than `ms` is ended (see `Backend`). */
+  boundStatements(ms: number): void;
   close(): Promise<void>;
 }
+
+/**
+ * The temporary files one statement may write (sorts and hashes that do not fit in memory), in kB.
+ * The service's own statements stay far below it; one that would pass it fails (a 503) instead of
+ * filling the disk the database lives on.
+ */
+export const TEMP_FILE_LIMIT_KB = 256 * 1024;
 
 /**
  * Opens the embedded database in `dataDir`: closes the folder to other users, takes its lock, checks
@@ -64,18 +74,16 @@ export async function openEmbedded(dataDir: string, logger: Logger): Promise<Emb
           `${dataDir} has ${mib(free)} MiB: free some space on its disk, or set DATA_DIR to a folder on a larger one`,
       );
     }
-    const dir = embeddedDatabaseDir(dataDir);
-    // Loaded only here: a start on PostgreSQL never pays for PGlite's modules.
-    const { PGlite } = await import('@electric-sql/pglite');
-    const pglite = await (async () => {
-      if (!(await hasEmbeddedDatabase(dataDir))) await createCluster(dir);
-      return PGlite.create(dir);
+    const settings: EngineSettings = { dir: embeddedDatabaseDir(dataDir), tempFileLimitKb: TEMP_FILE_LIMIT_KB };
+    const engine = await (async () => {
+      if (!(await hasEmbeddedDatabase(dataDir))) await createCluster(settings.dir);
+      return EngineThread.open(settings);
     })().catch(async (err: Error) => {
-      throw new Error(`PGlite could not open ${dir} (${mib(await freeBytes(dataDir))} MiB free): ${err.message}`, {
+      throw new Error(`PGlite could not open ${settings.dir} (${mib(await freeBytes(dataDir))} MiB free): ${err.message}`, {
         cause: err,
       });
     });
-    const backend = new Backend(pglite, logger);
+    const backend = new Backend(settings, engine, logger);
     return {
       connectIn: (options) => {
         const { connection, ...driverOptions } = (options.driverOptions ?? {}) as { connection?: object };
@@ -84,11 +92,11 @@ export async function openEmbedded(dataDir: string, logger: Logger): Promise<Emb
         return { ...options, driverOptions: { ...driverOptions, connection: inProcess } };
       },
       failed: () => backend.failure,
+      boundStatements: (ms) => backend.bound(ms),
       close: async () => {
-        await backend.idle();
-        // A backend that ended cannot shut down (its next step would spin for ever); its files stay as a
-        // crash leaves them, and PGlite recovers them at the next start.
-        if (backend.failure === undefined) await pglite.close();
+        // A backend that ended is not closed; its files stay as a crash leaves them, and PGlite
+        // recovers them at the next start.
+        await backend.close();
         await release();
       },
     };
@@ -131,24 +139,103 @@ const ERROR = 0x45; // 'E' from the backend
 const READY = 0x5a; // 'Z'
 const COPY_IN = 0x47; // 'G'
 
+/** A statement ran past its bound: the engine's thread was ended with it. */
+class StatementOverran extends Error {}
+
+interface PendingRequest {
+  resolve(reply: EngineReply): void;
+  reject(error: Error): void;
+  timer?: NodeJS.Timeout | undefined;
+}
+
+/**
+ * PGlite on a thread of its own (embedded-engine.ts), and the one request to it at a time. Bounded:
+ * a request not answered within `boundMs` ends the thread, which is the only way to stop PGlite in
+ * the middle of a statement (it has no timers, so `statement_timeout` never fires in it). What the
+ * ended session had not committed is lost, as in a crash, and the next thread recovers the folder.
+ */
+class EngineThread {
+  #pending: PendingRequest | undefined;
+
+  private constructor(private readonly worker: Worker) {
+    worker.on('message', (reply: EngineReply) => this.#settle((pending) => pending.resolve(reply)));
+    const lost = (error?: Error) =>
+      this.#settle((pending) => pending.reject(new Error(`its thread ended${error ? `: ${error.message}` : ''}`)));
+    worker.on('error', lost);
+    worker.on('exit', () => lost());
+  }
+
+  /** A new thread with PGlite open on `settings.dir`, once it is. */
+  static async open(settings: EngineSettings): Promise<EngineThread> {
+    const engine = new EngineThread(startModuleWorker(import.meta.url, 'embedded-engine', { workerData: settings }));
+    const reply = await new Promise<EngineReply>((resolve, reject) => (engine.#pending = { resolve, reject }));
+    if (reply.kind === 'failed') {
+      await engine.worker.terminate();
+      throw new Error(reply.message);
+    }
+    return engine;
+  }
+
+  /** Asks the thread; past `boundMs` (when given), ends it and throws `StatementOverran`. */
+  ask(request: EngineRequest, boundMs?: number): Promise<EngineReply> {
+    return new Promise((resolve, reject) => {
+      const timer =
+        boundMs === undefined
+          ? undefined
+          : setTimeout(() => {
+              this.#settle((pending) => pending.reject(new StatementOverran()));
+              void this.worker.terminate();
+            }, boundMs);
+      this.#pending = { resolve, reject, timer };
+      this.worker.postMessage(request);
+    });
+  }
+
+  terminate(): Promise<number> {
+    return this.worker.terminate();
+  }
+
+  #settle(settle: (pending: PendingRequest) => void): void {
+    const pending = this.#pending;
+    if (pending === undefined) return;
+    this.#pending = undefined;
+    clearTimeout(pending.timer);
+    settle(pending);
+  }
+}
 /**
  * PGlite's single backend and the one connection at a time it serves. Messages go to it one by one,
  * in order, and each answer is checked: once the backend reports that it ended (a FATAL or PANIC
  * error, a Query or Sync left without ReadyForQuery, or PGlite throwing), nothing more is sent to it.
  * That is what happens when a new 16 MiB log segment does not fit on the disk: PostgreSQL PANICs,
- * PGlite returns the error but keeps the process, and its next message spins in WebAssembly for
- * ever, blocking the event loop. Refused from then on, every request fails at once (503) and
- * `/healthz` answers 503, so a supervisor restarts the process.
+ * PGlite returns the error but keeps running, and its next message spins in WebAssembly for ever.
+ * Refused from then on, every request fails at once (503) and `/healthz` answers 503, so a
+ * supervisor restarts the process.
+ *
+ * Once `bound` is called (after the migrations, which may take long on a large database), a message
+ * not answered within the statement timeout is answered as PostgreSQL answers a statement that ran
+ * past `statement_timeout` (57014), its connection is ended, and PGlite starts again on a new thread
+ * for the next connection.
  */
 class Backend {
   failure: string | undefined;
   #queue: Promise<unknown> = Promise.resolve();
   #holder: Connection | undefined;
+  #engine: Promise<EngineThread>;
+  #boundMs: number | undefined;
 
   constructor(
-    private readonly pglite: PGlite,
+    private readonly settings: EngineSettings,
+    engine: EngineThread,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.#engine = Promise.resolve(engine);
+  }
+
+  /** From now on, each message is answered within `ms` or its connection ends (see above). */
+  bound(ms: number): void {
+    this.#boundMs = ms;
+  }
 
   /** Resolves once everything asked of the backend so far is done. */
   idle(): Promise<void> {
@@ -161,10 +248,14 @@ class Backend {
    */
   exchange(connection: Connection, message: Buffer, startup: boolean): Promise<{ answer: Buffer; over: boolean }> {
     return this.#serial(async () => {
-      if (this.failure !== undefined) {
+      const engine = await this.#running();
+      if (engine === undefined) {
         return { answer: startup ? fatal('57P03', `the embedded database has stopped: ${this.failure}`) : Buffer.alloc(0), over: true };
       }
       if (startup) {
+        // pg gave up on this connection while its startup waited (for a restart, say): it must not
+        // take the session it would never give back.
+        if (connection.closed) return { answer: Buffer.alloc(0), over: true };
         // PGlite runs one session: a second connection would share it, and its queries could wait for
         // ever behind the first one's open transaction.
         if (this.#holder !== undefined) {
@@ -175,16 +266,21 @@ class Backend {
         // Refused, or released: nothing of it reaches the session another connection may hold now.
         return { answer: Buffer.alloc(0), over: true };
       }
-      const chunks: Buffer[] = [];
+      let answer: Buffer = Buffer.alloc(0);
       let ended: string | undefined;
       try {
-        // Copied: PGlite hands out views of a buffer it reuses.
-        const onRawData = (data: Uint8Array) => chunks.push(Buffer.from(data));
-        await this.pglite.runExclusive(() => this.pglite.execProtocolRawStream(message, { onRawData }));
+        const reply = await engine.ask({ kind: 'exchange', message }, startup ? undefined : this.#boundMs);
+        if (reply.kind === 'answer') answer = Buffer.from(reply.answer.buffer, reply.answer.byteOffset, reply.answer.byteLength);
+        else ended = `PGlite failed: ${reply.kind === 'failed' ? reply.message : reply.kind}`;
       } catch (err) {
-        ended = `PGlite failed: ${(err as Error).message}`;
+        if (!(err instanceof StatementOverran)) ended = `PGlite failed: ${(err as Error).message}`;
+        else {
+          this.#holder = undefined;
+          this.#restart();
+          this.logger.warn({ boundMs: this.#boundMs }, 'embedded database: a statement ran past the statement timeout; it was ended');
+          return { answer: statementTimedOut(), over: true };
+        }
       }
-      const answer = Buffer.concat(chunks);
       ended ??= backendEnded(message, startup, answer);
       if (ended !== undefined) {
         this.failure = ended;
@@ -202,8 +298,40 @@ class Backend {
     if (this.#holder !== connection) return;
     this.#holder = undefined;
     void this.#serial(async () => {
-      if (this.failure === undefined && this.pglite.isInTransaction()) await this.pglite.exec('rollback');
+      const engine = await this.#running();
+      if (engine !== undefined) await engine.ask({ kind: 'rollback' });
     }).catch((err: unknown) => this.logger.error({ err }, 'embedded database: rolling back a closed connection failed'));
+  }
+
+  /**
+   * Closes PGlite once everything asked of it is done, and ends its thread. A backend that ended is
+   * not asked anything more (its next step could spin for ever): its thread is just ended.
+   */
+  close(): Promise<void> {
+    return this.#serial(async () => {
+      const engine = await this.#engine.catch(() => undefined);
+      if (engine !== undefined && this.failure === undefined) await engine.ask({ kind: 'close' });
+      await engine?.terminate();
+    });
+  }
+
+  /** The engine's thread, once it runs; undefined once the backend has ended. */
+  async #running(): Promise<EngineThread | undefined> {
+    if (this.failure !== undefined) return undefined;
+    try {
+      return await this.#engine;
+    } catch (err) {
+      this.failure = `PGlite could not start again: ${(err as Error).message}`;
+      this.logger.fatal({ reason: this.failure }, 'the embedded database has stopped; it answers nothing more until the service restarts');
+      return undefined;
+    }
+  }
+
+  /** PGlite on a new thread; the folder is recovered as after a crash. */
+  #restart(): void {
+    this.#engine = EngineThread.open(this.settings);
+    // Awaited by the next message; a failure is reported there.
+    this.#engine.catch(() => undefined);
   }
 
   #serial<T>(work: () => Promise<T>): Promise<T> {
@@ -245,14 +373,20 @@ function errorFields(body: Buffer): Map<string, string> {
   return fields;
 }
 
-/** A FATAL ErrorResponse, as PostgreSQL refuses a connection. */
-function fatal(code: string, text: string): Buffer {
-  const fields = Buffer.from(`SFATAL\0VFATAL\0C${code}\0M${text}\0\0`);
+/** An ErrorResponse of `severity`, as PostgreSQL writes one. */
+function errorResponse(severity: 'ERROR' | 'FATAL', code: string, text: string): Buffer {
+  const fields = Buffer.from(`S${severity}\0V${severity}\0C${code}\0M${text}\0\0`);
   const head = Buffer.alloc(5);
   head[0] = ERROR;
   head.writeInt32BE(4 + fields.length, 1);
   return Buffer.concat([head, fields]);
 }
+
+/** A FATAL ErrorResponse, as PostgreSQL refuses a connection. */
+const fatal = (code: string, text: string) => errorResponse('FATAL', code, text);
+
+/** What PostgreSQL answers a statement that ran past `statement_timeout`. */
+const statementTimedOut = () => errorResponse('ERROR', '57014', 'canceling statement due to statement timeout');
 
 /**
  * What pg takes for its socket: the bytes pg writes are cut into protocol messages and handed to
@@ -262,6 +396,8 @@ function fatal(code: string, text: string): Buffer {
 class Connection extends Duplex {
   #pending: Buffer = Buffer.alloc(0);
   #started = false;
+  /** pg has ended or destroyed this connection. */
+  closed = false;
 
   constructor(private readonly backend: Backend) {
     super();
@@ -288,13 +424,20 @@ class Connection extends Duplex {
     this.#deliver().then(() => done(), done);
   }
 
-  /** pg is done writing: nothing more will be answered. */
+  /**
+   * pg is done writing (it ended the client, as after a query it gave up on): nothing more will be
+   * answered, and the session is free for the next connection at once, without waiting for pg to
+   * destroy this stream.
+   */
   override _final(done: (error?: Error | null) => void): void {
+    this.closed = true;
+    this.backend.release(this);
     this.push(null);
     done();
   }
 
   override _destroy(error: Error | null, done: (error?: Error | null) => void): void {
+    this.closed = true;
     this.backend.release(this);
     done(error);
   }

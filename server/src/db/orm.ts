@@ -99,7 +99,8 @@ function ormOptions(clientUrl: string, logger: Logger, bounds: Config['database'
       afterCreate: (conn: PgClient, done: (err: Error | null, conn: PgClient) => void) => {
         endOnQueryTimeout(conn);
         // No query may hang forever, whatever it waits for (a lock, a runaway plan). Set here as well as
-        // in the startup parameters, which PGlite ignores (and it cannot enforce the setting either: no timers).
+        // in the startup parameters, which PGlite ignores; PGlite cannot enforce it either (it has no
+        // timers), so the embedded database bounds its statements itself (db/embedded.ts).
         conn.query(`set statement_timeout = ${bounds.statementTimeoutMs}`, (err: Error | null) => done(err, conn));
       },
     },
@@ -229,6 +230,7 @@ export async function openDatabase(config: Config, logger: Logger, opts: { migra
     let kind: Database['kind'];
     let description: string;
     let failed: Database['failed'] = () => undefined;
+    let boundStatements = () => {};
     if (config.databaseUrl) {
       kind = 'postgresql';
       orm = await MikroORM.init(ormOptions(config.databaseUrl, logger, config.database, undefined));
@@ -240,6 +242,7 @@ export async function openDatabase(config: Config, logger: Logger, opts: { migra
       const embedded = await openEmbedded(config.dataDir, logger);
       cleanups.push(() => embedded.close());
       failed = embedded.failed;
+      boundStatements = () => embedded.boundStatements(config.database.statementTimeoutMs);
       // PGlite serves one connection at a time: a pool of one.
       orm = await MikroORM.init(embedded.connectIn(ormOptions(EMBEDDED_URL, logger, config.database, { min: 1, max: 1 })));
       cleanups.push(() => orm.close());
@@ -250,6 +253,8 @@ export async function openDatabase(config: Config, logger: Logger, opts: { migra
       const applied = await applyMigrations({ orm, kind });
       if (applied.length > 0) logger.info({ migrations: applied, ms: Date.now() - migrating }, 'migrations applied');
     }
+    // A migration may run long on a large database; every statement after it is bounded.
+    boundStatements();
     logger.info({ kind, description, ms: Date.now() - started }, 'database ready');
     return { orm, kind, description, close, failed };
   } catch (err) {

@@ -172,7 +172,10 @@ export function tagCandidates(tag: string, at: string): Record<string, TagValue>
 /** A page of the project's events, newest first, matching every filter given; each filter is served by an index ending in the id. */
 export async function eventsOf(em: EntityManager, project: Project, filter: EventFilter, page: PageRequest): Promise<EventRow[]> {
   const below = decodeCursor(page.cursor);
-  const tags = (filter.tag ?? []).map((tag, i) => tagCandidates(tag, `/query/tag/${i}`));
+  // The same filter twice asks nothing more, and each repetition would make PostgreSQL misjudge how
+  // few rows match (it multiplies their selectivities) and pick a plan that reads every tagged row.
+  const given = filter.tag ?? [];
+  const tags = given.map((tag, i) => tagCandidates(tag, `/query/tag/${i}`)).filter((_, i) => given.indexOf(given[i]!) === i);
   let feedId: string | undefined;
   if (filter.feed !== undefined) {
     // Resolved first, so the page walks (feed_id, id); an unknown feed simply matches nothing.

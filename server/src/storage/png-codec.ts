@@ -6,11 +6,9 @@
  * taking every place in the queue while other users' icons are refused. The worker holds the
  * process open only while it has work, and ends after a while without any.
  */
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { Unavailable } from '../errors.js';
+import { startModuleWorker } from '../worker-thread.js';
 import type { Transcoded } from './png.js';
 import type { WorkerReply, WorkerRequest } from './png-worker.js';
 
@@ -32,16 +30,6 @@ interface Job {
   request: WorkerRequest;
   resolve(result: CodecResult): void;
   reject(error: Error): void;
-}
-
-const here = fileURLToPath(import.meta.url);
-const workerFile = new URL(`./png-worker${path.extname(here)}`, import.meta.url);
-
-function startWorker(): Worker {
-  if (path.extname(here) === '.js') return new Worker(workerFile);
-  // Run from TypeScript sources (tsx): on Node 20 a worker does not inherit the loader, so it registers it first.
-  const tsx = createRequire(import.meta.url).resolve('tsx/cjs/api');
-  return new Worker(`require(${JSON.stringify(tsx)}).register(); require(${JSON.stringify(fileURLToPath(workerFile))});`, { eval: true });
 }
 
 export class PngCodec {
@@ -100,7 +88,7 @@ export class PngCodec {
 
   private ensureWorker(): Worker {
     if (this.worker) return this.worker;
-    const worker = startWorker();
+    const worker = startModuleWorker(import.meta.url, 'png-worker');
     worker.on('message', (reply: WorkerReply | 'ready') => {
       if (reply === 'ready') {
         this.ready = true;
