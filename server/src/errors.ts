@@ -49,7 +49,7 @@ export class Unauthenticated extends ApiError {
   }
 }
 
-/** The `sb_session` cookie came without `Authorization` from a page of another origin (http/session-cookie.ts). */
+/** The session cookie came without `Authorization` from a page of another origin (http/session-cookie.ts). */
 export class CsrfRefused extends ApiError {
   constructor() {
     super(403, 'csrf_refused', 'The session cookie is accepted only from pages of this service; nothing was done.');

@@ -127,8 +127,8 @@ export interface paths {
          * @description Extension: signs in with a username or email address and a password, and opens a new session.
          *     An unknown user and a wrong password both answer 401 `invalid_credentials`, in the same time;
          *     so does a password longer than 72 bytes in UTF-8, which no account can have. Any `Authorization`
-         *     header or `sb_session` cookie is ignored. With `cookie: true` the new session is set as the
-         *     `sb_session` cookie (`HttpOnly`, `SameSite=Strict`) and the body has no `token`: what the web
+         *     header or session cookie is ignored. With `cookie: true` the new session is set as the
+         *     session cookie (`HttpOnly`, `SameSite=Strict`) and the body has no `token`: what the web
          *     console served by this service does, so that no script in the page can read the session.
          */
         post: operations["login"];
@@ -151,7 +151,7 @@ export interface paths {
         /**
          * Log out
          * @description Ends the calling session: deletes the session and its device record (user agent, address,
-         *     times). Session token only. A session that came in the `sb_session` cookie also has the cookie
+         *     times). Session token only. A session that came in the session cookie also has the cookie
          *     cleared (`Max-Age=0`).
          */
         delete: operations["logout"];
@@ -270,8 +270,8 @@ export interface paths {
          *     the same transaction as the account, so a code with one use left admits exactly one of any number
          *     of racing sign-ups. 400 `invalid_invite` for an unknown, used-up or expired code; 409
          *     `username_taken` or `email_taken`. With `cookie: true` the new session is set as the
-         *     `sb_session` cookie and the body has no `token`. The credential checked here is the
-         *     `Authorization` header's: an `sb_session` cookie is not looked at.
+         *     session cookie and the body has no `token`. The credential checked here is the
+         *     `Authorization` header's: a session cookie is not looked at.
          */
         post: operations["signup"];
         delete?: never;
@@ -659,9 +659,11 @@ export interface paths {
          *     empty ones as 0, each counting its whole length; by default the last 24 hours (minute, hour) or
          *     30 days (day) up to now. `tz` (an IANA zone name such as `Europe/Berlin`, default `UTC`) sets
          *     where hours and days begin; a day is midnight to midnight there, 23 or 25 hours when the clocks
-         *     change. At most 1,500 buckets: a longer range is 400, as are `from` after `to` and a zone the
-         *     service does not know. `feed` counts one feed (one that does not exist counts nothing);
-         *     `group_by=feed` answers one series per feed. Members only.
+         *     change. At most 1,500 buckets: a longer range is 400 (refused before the database is asked
+         *     anything), as are `from` after `to` and a zone the service does not know. `feed` counts one feed
+         *     (one that does not exist counts nothing); `group_by=feed` answers one series per feed, and at
+         *     most 20,000 counts in all (buckets × feeds, an answer under a MiB): more is 400 at
+         *     `/query/group_by`, to be asked for a shorter range, a longer interval or one feed. Members only.
          *
          *     Counts are kept apart from the events, written in the same transaction as they are stored, so
          *     a chart costs the same on ten million events as on a thousand, and they stay when retention
@@ -1835,9 +1837,10 @@ export interface components {
         LoginRequest: {
             /**
              * @description `true`: the session goes in an `HttpOnly` cookie instead of the body, for the web console a
-             *     browser loads from this service: the answer sets the cookie `sb_session` with `HttpOnly`,
-             *     `SameSite=Strict`, `Path=/`, `Max-Age` the session's lifetime in seconds, and `Secure` when the
-             *     request came over HTTPS, and its body carries no `token`. Scripts in a page cannot read the cookie. A request that
+             *     browser loads from this service: the answer sets the session cookie with `HttpOnly`,
+             *     `SameSite=Strict`, `Path=/`, `Max-Age` the session's lifetime in seconds, and when the request
+             *     came over HTTPS `Secure` and the name `__Host-sb_session` (`sb_session` over plain HTTP), and
+             *     its body carries no `token`. Scripts in a page cannot read the cookie. A request that
              *     sends the cookie and no `Authorization` header is authenticated by it only when it comes from
              *     the service's own origin (`Sec-Fetch-Site: same-origin`, or else an `Origin` header equal to the
              *     service's own); from anywhere else it is 403 `csrf_refused` and nothing is done. Otherwise the
@@ -2168,7 +2171,7 @@ export interface components {
             expires_at: string;
             /**
              * @description Session token, `ses_` followed by 43 URL-safe characters (256 random bits). Absent when the
-             *     request asked for `cookie: true`: the token is then in the `sb_session` cookie only.
+             *     request asked for `cookie: true`: the token is then in the session cookie only.
              */
             token?: string;
             user: components["schemas"]["User"];
@@ -2198,9 +2201,10 @@ export interface components {
         SignupRequest: {
             /**
              * @description `true`: the session goes in an `HttpOnly` cookie instead of the body, for the web console a
-             *     browser loads from this service: the answer sets the cookie `sb_session` with `HttpOnly`,
-             *     `SameSite=Strict`, `Path=/`, `Max-Age` the session's lifetime in seconds, and `Secure` when the
-             *     request came over HTTPS, and its body carries no `token`. Scripts in a page cannot read the cookie. A request that
+             *     browser loads from this service: the answer sets the session cookie with `HttpOnly`,
+             *     `SameSite=Strict`, `Path=/`, `Max-Age` the session's lifetime in seconds, and when the request
+             *     came over HTTPS `Secure` and the name `__Host-sb_session` (`sb_session` over plain HTTP), and
+             *     its body carries no `token`. Scripts in a page cannot read the cookie. A request that
              *     sends the cookie and no `Authorization` header is authenticated by it only when it comes from
              *     the service's own origin (`Sec-Fetch-Site: same-origin`, or else an `Origin` header equal to the
              *     service's own); from anywhere else it is 403 `csrf_refused` and nothing is done. Otherwise the
@@ -2967,12 +2971,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description 201: a new session, in the body, or with `cookie: true` in the `sb_session` cookie. */
+            /** @description 201: a new session, in the body, or with `cookie: true` in the session cookie. */
             201: {
                 headers: {
                     /**
-                     * @description With `cookie: true` only: `sb_session=<token>; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000`
-                     *     (the session's 30 days), and `; Secure` at the end when the request came over HTTPS.
+                     * @description With `cookie: true` only: `__Host-sb_session=<token>; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000; Secure`
+                     *     (the session's 30 days) when the request came over HTTPS; over plain HTTP
+                     *     `sb_session=<token>; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000`.
                      */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
@@ -3060,10 +3065,10 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description 204: logged out. A session that came in the `sb_session` cookie also has the cookie cleared. */
+            /** @description 204: logged out. A session that came in the session cookie also has the cookie cleared. */
             204: {
                 headers: {
-                    /** @description When the session came in the cookie: `sb_session=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0` (and `; Secure` over HTTPS). */
+                    /** @description When the session came in the cookie: `sb_session=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0`, over HTTPS `__Host-sb_session=` with `; Secure`. */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -3500,12 +3505,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description 201: a new session, in the body, or with `cookie: true` in the `sb_session` cookie. */
+            /** @description 201: a new session, in the body, or with `cookie: true` in the session cookie. */
             201: {
                 headers: {
                     /**
-                     * @description With `cookie: true` only: `sb_session=<token>; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000`
-                     *     (the session's 30 days), and `; Secure` at the end when the request came over HTTPS.
+                     * @description With `cookie: true` only: `__Host-sb_session=<token>; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000; Secure`
+                     *     (the session's 30 days) when the request came over HTTPS; over plain HTTP
+                     *     `sb_session=<token>; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000`.
                      */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
@@ -5709,7 +5715,7 @@ export interface operations {
                 /**
                  * @description Only events carrying this tag, as `key:value`: the value matches a string tag, or a number or
                  *     boolean tag it spells. Repeat it (`tag=plan:pro&tag=trial:false`, at most 20) for events
-                 *     carrying all of them.
+                 *     carrying all of them; the same filter given twice counts once.
                  */
                 tag?: components["schemas"]["TagFilter"][];
                 /** @description Only events of this end user (their journey, newest first). */

@@ -1,10 +1,12 @@
 /**
- * Sessions in the `sb_session` cookie (`cookie: true` on login and sign-up), as the web console
- * holds them: the cookie's attributes and the body without its token; the cookie honoured from the
- * service's own origin only (a read, a write, the live stream), and refused with 403
- * `csrf_refused`, changing nothing, from anywhere else; `Authorization` winning over it; logout,
- * the session list, an ended session and a password change; the rate limit by user. And the first
- * run: a service on a database without an account logs a code to create the first one with.
+ * Sessions in the session cookie (`cookie: true` on login and sign-up), as the web console holds
+ * them: `sb_session` over plain HTTP, `__Host-sb_session` over HTTPS; the cookie's attributes and
+ * the body without its token; the cookie honoured from the service's own origin only (a read, a
+ * write, the live stream), and refused with 403 `csrf_refused`, changing nothing, from anywhere
+ * else; a request with two session cookies (one tossed in by another origin of the host) refused
+ * with 401, changing nothing; `Authorization` winning over it; logout, the session list, an ended
+ * session and a password change; the rate limit by user. And the first run: a service on a
+ * database without an account logs a code to create the first one with.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -33,6 +35,13 @@ const SAME_ORIGIN = { 'Sec-Fetch-Site': 'same-origin' };
 const LIFETIME = 30 * 24 * 60 * 60;
 const SET = new RegExp(`^sb_session=(ses_[A-Za-z0-9_-]{43}); HttpOnly; SameSite=Strict; Path=/; Max-Age=${LIFETIME}$`);
 const CLEARED = 'sb_session=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0';
+/** Over HTTPS: the cookie's name carries the `__Host-` prefix (Secure, Path=/, no Domain). */
+const SET_OVER_HTTPS = new RegExp(
+  `^__Host-sb_session=(ses_[A-Za-z0-9_-]{43}); HttpOnly; SameSite=Strict; Path=/; Max-Age=${LIFETIME}; Secure$`,
+);
+const CLEARED_OVER_HTTPS = '__Host-sb_session=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0; Secure';
+const TWO_COOKIES_MESSAGE =
+  'The request carried more than one session cookie, so none was used; clear this site’s cookies and sign in again.';
 
 /**
  * For the servers this file starts besides the run's: a keep-alive timeout the tests' fetch does not
@@ -75,7 +84,7 @@ async function sessionIdOf(token: string): Promise<string | undefined> {
   return row?.id;
 }
 
-describe('sessions in the sb_session cookie', function () {
+describe('sessions in the session cookie', function () {
   this.timeout(60_000);
   let ada: TestUser;
 
@@ -280,27 +289,90 @@ describe('sessions in the sb_session cookie', function () {
     }
   });
 
-  it('is Secure over HTTPS as a trusted proxy reports it, where the Origin to match is the https one', async () => {
+  it('refuses a request with two session cookies (one tossed in by another origin of the host) with 401, doing nothing', async () => {
+    const mallory = await signUp();
+    const own = cookieSet((await cookieLogin(ada)).answer);
+    const tossed = cookieSet((await cookieLogin(mallory)).answer);
+    const lastUses = () =>
+      sql<{ token_hash: string; last_used_at: Date | null }>(
+        'select token_hash, last_used_at from sessions where token_hash in (?, ?) order by token_hash',
+        [sha256(own), sha256(tossed)],
+      );
+    const before = await lastUses();
+    const projects = await count('select count(*)::int from projects');
+    // A browser sends the cookie of the longer path first: `sb_session=…; Path=/v1` set by the other origin.
+    const cookies = [
+      `sb_session=${tossed}; sb_session=${own}`,
+      `sb_session=${own}; theme=dark; sb_session=${tossed}`,
+      `sb_session=${own}; sb_session=${own}`,
+      `sb_session=${own}; sb_session=garbage`,
+    ];
+    for (const cookie of cookies) {
+      const headers = { Cookie: cookie, ...SAME_ORIGIN };
+      const answers = [
+        await call('GET', '/v1/users/me', undefined, undefined, headers),
+        await call('POST', '/v1/projects', undefined, { name: 'Tossed', namespace: namespaceName('tossed') }, headers),
+        await call('DELETE', '/v1/auth/logout', undefined, undefined, headers),
+      ];
+      for (const answer of answers) {
+        expectError(answer, 401, 'unauthenticated', cookie);
+        expect(answer.json.error.message).to.equal(TWO_COOKIES_MESSAGE);
+        expect(answer.headers.get('www-authenticate')).to.equal('Bearer');
+        // Neither is cleared: the service cannot tell which is whose, and clearing its own would leave the tossed one alone.
+        expect(answer.headers.getSetCookie(), cookie).to.deep.equal([]);
+      }
+    }
+    expect(await count('select count(*)::int from projects')).to.equal(projects);
+    expect(await lastUses(), 'both sessions live and unused').to.deep.equal(before);
+    // From another origin, the origin check comes first; with Authorization, cookies are not looked at.
+    const twice = { Cookie: `sb_session=${tossed}; sb_session=${own}` };
+    expectError(await call('GET', '/v1/users/me', undefined, undefined, { ...twice, Origin: 'https://evil.example' }), 403, 'csrf_refused');
+    expect(expectData(await call('GET', '/v1/users/me', ada.token, undefined, twice)).id).to.equal(ada.id);
+    // A public route does not look at them: signing in again works.
+    expectData(
+      await call('POST', '/v1/auth/login', undefined, { login: ada.username, password: ada.password }, { ...twice, ...SAME_ORIGIN }),
+      201,
+    );
+  });
+
+  it('over HTTPS, as a trusted proxy reports it, is __Host-sb_session (Secure), the only name read, and the Origin to match is the https one', async () => {
     const proxied = await startExtraServer({ TRUST_PROXY: '1', ...QUICK });
     try {
-      const erin = await signUpOn(proxied);
+      const [erin, mallory] = await Promise.all([signUpOn(proxied), signUpOn(proxied)]);
       const { answer } = await cookieLogin(erin, proxied.url, { 'X-Forwarded-Proto': 'https' });
-      const secure = new RegExp(`^sb_session=(ses_[A-Za-z0-9_-]{43}); HttpOnly; SameSite=Strict; Path=/; Max-Age=${LIFETIME}; Secure$`);
-      const token = cookieSet(answer, secure);
+      const token = cookieSet(answer, SET_OVER_HTTPS);
+      const tossed = cookieSet((await cookieLogin(mallory, proxied.url)).answer); // a plain sb_session, as an http origin sets it
+      const tossedUse = () =>
+        sql<{ last_used_at: Date | null }>('select last_used_at from sessions where token_hash = ?', [sha256(tossed)], proxied.db);
+      const tossedUseBefore = await tossedUse();
       const host = new URL(proxied.url).host;
       const https = { 'X-Forwarded-Proto': 'https', Origin: `https://${host}` };
-      expect(expectData(await callAt(proxied.url, 'GET', '/v1/users/me', undefined, undefined, withCookie(token, https))).id).to.equal(
-        erin.id,
-      );
-      // The same Origin over plain HTTP is another origin.
-      expectError(
-        await callAt(proxied.url, 'GET', '/v1/users/me', undefined, undefined, withCookie(token, { Origin: `https://${host}` })),
-        403,
-        'csrf_refused',
-      );
-      const out = await callAt(proxied.url, 'DELETE', '/v1/auth/logout', undefined, undefined, withCookie(token, https));
+      const me = (cookie: string, from: Record<string, string> = https) =>
+        callAt(proxied.url, 'GET', '/v1/users/me', undefined, undefined, { Cookie: cookie, ...from });
+      expect(expectData(await me(`__Host-sb_session=${token}`)).id).to.equal(erin.id);
+      // A plain sb_session over HTTPS is not the service's: ignored beside the real one, and alone it is no credential.
+      expect(expectData(await me(`sb_session=${tossed}; __Host-sb_session=${token}`)).id).to.equal(erin.id);
+      const alone = await me(`sb_session=${tossed}`);
+      expectError(alone, 401, 'unauthenticated');
+      expect(alone.headers.getSetCookie()).to.deep.equal([]);
+      expect(await tossedUse(), 'the tossed session not used').to.deep.equal(tossedUseBefore);
+      // Two of the prefixed name are refused as two plain ones are over HTTP.
+      const two = await me(`__Host-sb_session=${token}; __Host-sb_session=${token}`);
+      expectError(two, 401, 'unauthenticated');
+      expect(two.json.error.message).to.equal(TWO_COOKIES_MESSAGE);
+      // Over plain HTTP the prefixed name is not read, and the same Origin is another origin.
+      expectError(await me(`__Host-sb_session=${token}`, SAME_ORIGIN), 401, 'unauthenticated');
+      expectError(await me(`sb_session=${token}`, { Origin: `https://${host}` }), 403, 'csrf_refused');
+      const stale = await me(`__Host-sb_session=ses_${'A'.repeat(43)}`);
+      expectError(stale, 401, 'unauthenticated');
+      expect(stale.headers.getSetCookie()).to.deep.equal([CLEARED_OVER_HTTPS]);
+      const out = await callAt(proxied.url, 'DELETE', '/v1/auth/logout', undefined, undefined, {
+        Cookie: `__Host-sb_session=${token}`,
+        ...https,
+      });
       expectNoContent(out);
-      expect(out.headers.getSetCookie()).to.deep.equal([`${CLEARED}; Secure`]);
+      expect(out.headers.getSetCookie()).to.deep.equal([CLEARED_OVER_HTTPS]);
+      expect(await count('select count(*)::int from sessions where token_hash = ?', [sha256(token)], proxied.db)).to.equal(0);
     } finally {
       await proxied.close();
     }

@@ -88,8 +88,8 @@ export interface AuthResource {
    * Extension: signs in with a username or email address and a password, and opens a new session.
    * An unknown user and a wrong password both answer 401 `invalid_credentials`, in the same time;
    * so does a password longer than 72 bytes in UTF-8, which no account can have. Any `Authorization`
-   * header or `sb_session` cookie is ignored. With `cookie: true` the new session is set as the
-   * `sb_session` cookie (`HttpOnly`, `SameSite=Strict`) and the body has no `token`: what the web
+   * header or session cookie is ignored. With `cookie: true` the new session is set as the
+   * session cookie (`HttpOnly`, `SameSite=Strict`) and the body has no `token`: what the web
    * console served by this service does, so that no script in the page can read the session.
    *
    * `POST /v1/auth/login`
@@ -100,7 +100,7 @@ export interface AuthResource {
    * Log out.
    *
    * Ends the calling session: deletes the session and its device record (user agent, address,
-   * times). Session token only. A session that came in the `sb_session` cookie also has the cookie
+   * times). Session token only. A session that came in the session cookie also has the cookie
    * cleared (`Max-Age=0`).
    *
    * `DELETE /v1/auth/logout`
@@ -145,8 +145,8 @@ export interface AuthResource {
    * the same transaction as the account, so a code with one use left admits exactly one of any number
    * of racing sign-ups. 400 `invalid_invite` for an unknown, used-up or expired code; 409
    * `username_taken` or `email_taken`. With `cookie: true` the new session is set as the
-   * `sb_session` cookie and the body has no `token`. The credential checked here is the
-   * `Authorization` header's: an `sb_session` cookie is not looked at.
+   * session cookie and the body has no `token`. The credential checked here is the
+   * `Authorization` header's: a session cookie is not looked at.
    *
    * `POST /v1/auth/signup`
    */
@@ -375,9 +375,11 @@ export interface EventsResource {
    * empty ones as 0, each counting its whole length; by default the last 24 hours (minute, hour) or
    * 30 days (day) up to now. `tz` (an IANA zone name such as `Europe/Berlin`, default `UTC`) sets
    * where hours and days begin; a day is midnight to midnight there, 23 or 25 hours when the clocks
-   * change. At most 1,500 buckets: a longer range is 400, as are `from` after `to` and a zone the
-   * service does not know. `feed` counts one feed (one that does not exist counts nothing);
-   * `group_by=feed` answers one series per feed. Members only.
+   * change. At most 1,500 buckets: a longer range is 400 (refused before the database is asked
+   * anything), as are `from` after `to` and a zone the service does not know. `feed` counts one feed
+   * (one that does not exist counts nothing); `group_by=feed` answers one series per feed, and at
+   * most 20,000 counts in all (buckets × feeds, an answer under a MiB): more is 400 at
+   * `/query/group_by`, to be asked for a shorter range, a longer interval or one feed. Members only.
    *
    * Counts are kept apart from the events, written in the same transaction as they are stored, so
    * a chart costs the same on ten million events as on a thousand, and they stay when retention

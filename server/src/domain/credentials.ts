@@ -32,7 +32,7 @@ import { refuseAtCap, type Limits } from './limits.js';
 
 const SESSION_IDLE_DAYS = 30;
 const DAY_MS = 24 * 60 * 60 * 1000;
-/** A new session's lifetime: what the `sb_session` cookie's `Max-Age` says. */
+/** A new session's lifetime: what the session cookie's `Max-Age` says. */
 export const SESSION_LIFETIME_SECONDS = (SESSION_IDLE_DAYS * DAY_MS) / 1000;
 /** Last-use times are written at most this often per credential, so reads stay reads. */
 const TOUCH_INTERVAL_MS = 60 * 1000;

@@ -27,7 +27,7 @@ export const login: Handler<'login'> = async ({ body, device, em, services }) =>
   return sessionAnswer(grant, body.cookie ?? false, services);
 };
 
-/** A new session's 201: its token in the body, or with `cookie: true` in the `sb_session` cookie only. */
+/** A new session's 201: its token in the body, or with `cookie: true` in the session cookie only. */
 function sessionAnswer(grant: Parameters<typeof presentSessionGrant>[0], cookie: boolean, services: Services) {
   const data = presentSessionGrant(grant, services.icons, cookie);
   return cookie

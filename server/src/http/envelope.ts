@@ -28,11 +28,11 @@ export interface Reply {
   raw?: unknown;
   /** A Server-Sent Events stream. */
   stream?: Readable;
-  /** The `sb_session` cookie to set with the answer (a session opened with `cookie: true`), or clear (null: logout). Never replayed. */
+  /** The session cookie to set with the answer (a session opened with `cookie: true`), or clear (null: logout). Never replayed. */
   sessionCookie?: SessionCookieChange;
 }
 
-/** A new session's token and lifetime for the `sb_session` cookie, or null to clear the cookie. */
+/** A new session's token and lifetime for the session cookie, or null to clear the cookie. */
 export type SessionCookieChange = { token: string; maxAgeSeconds: number } | null;
 
 declare module 'koa' {

@@ -33,7 +33,7 @@ type ResultFor<K extends OperationId, S extends keyof Responses<K>> = S extends 
 
 /**
  * What a handler returns: a documented success status with its payload (the envelope is added for
- * it), and the `sb_session` cookie to set or clear with it, if any (envelope.ts writes it).
+ * it), and the session cookie to set or clear with it, if any (envelope.ts writes it).
  */
 export type Result<K extends OperationId> = { [S in SuccessStatus<K>]: ResultFor<K, S> }[SuccessStatus<K>] & {
   sessionCookie?: SessionCookieChange;
@@ -57,7 +57,7 @@ export interface HandlerContext<K extends OperationId> {
   readonly caller: Caller;
   /** The raw `Authorization` header, for the public operations that must look at it (sign-up). */
   authorization: string | undefined;
-  /** The caller's session came in the `sb_session` cookie rather than the `Authorization` header (http/session-cookie.ts). */
+  /** The caller's session came in the session cookie rather than the `Authorization` header (http/session-cookie.ts). */
   viaCookie: boolean;
   device: Device;
   em: EntityManager;

@@ -18,7 +18,7 @@ export function presentUser(user: User, icons: IconUrls): Schemas['User'] {
   };
 }
 
-/** `inCookie`: the token goes in the `sb_session` cookie, so the body leaves it out. */
+/** `inCookie`: the token goes in the session cookie, so the body leaves it out. */
 export function presentSessionGrant(
   grant: { user: User; session: Session; token: string },
   icons: IconUrls,

@@ -35,7 +35,7 @@ export interface State {
   b: Account;
   /** A's second session, from login. */
   a2?: string;
-  /** A's session from a login with `cookie: true`: the `sb_session` cookie's value. */
+  /** A's session from a login with `cookie: true`: the session cookie's value. */
   aCookie?: string;
   /** A's API token. */
   apiToken?: { id: string; token: string };

@@ -16,6 +16,12 @@ const RECEIVED = 'GET /v1/users/me/invites';
 
 const SESSION_TOKEN = /^ses_[A-Za-z0-9_-]{43}$/;
 
+/** Whether the deployment is reached over HTTPS, where the session cookie is `__Host-sb_session` and `Secure`. */
+const overHttps = (t: CaseContext) => new URL(t.options.baseUrl).protocol === 'https:';
+
+/** The session cookie's name: `__Host-sb_session` over HTTPS, `sb_session` over plain HTTP. */
+const sessionCookieName = (t: CaseContext) => (overHttps(t) ? '__Host-sb_session' : 'sb_session');
+
 function signupBody(t: CaseContext, who: 'a' | 'b') {
   const account = t.state[who];
   return { username: account.username, email: account.email, password: account.password, invite: t.options.inviteCode };
@@ -231,13 +237,13 @@ export const accountCases: CaseDef[] = [
       t.check(data !== null && typeof data === 'object' && !('token' in data), 'no token in the body', exchange);
       t.check(data.user?.id === a.id, 'the same account', exchange);
       const cookies = exchange.headers.getSetCookie();
-      const secure = new URL(t.options.baseUrl).protocol === 'https:' ? '; Secure' : '';
-      const match = new RegExp(`^sb_session=(ses_[A-Za-z0-9_-]{43}); HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000${secure}$`).exec(
+      const [name, secure] = [sessionCookieName(t), overHttps(t) ? '; Secure' : ''];
+      const match = new RegExp(`^${name}=(ses_[A-Za-z0-9_-]{43}); HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000${secure}$`).exec(
         cookies[0] ?? '',
       );
       t.check(
         cookies.length === 1 && match,
-        `one Set-Cookie: sb_session=<session>; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000${secure} (got ${cookies.length})`,
+        `one Set-Cookie: ${name}=<session>; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000${secure} (got ${cookies.length})`,
         exchange,
       );
       t.state.aCookie = match![1]!;
@@ -251,7 +257,7 @@ export const accountCases: CaseDef[] = [
     title: "the session cookie authenticates a request from the service's own origin (Sec-Fetch-Site: same-origin)",
     run: async (t) => {
       const cookie = t.need(t.state.aCookie, 'the session cookie of user A');
-      const headers = { Cookie: `sb_session=${cookie}`, 'Sec-Fetch-Site': 'same-origin' };
+      const headers = { Cookie: `${sessionCookieName(t)}=${cookie}`, 'Sec-Fetch-Site': 'same-origin' };
       const data = t.expect(await t.send({ method: 'GET', path: '/v1/users/me', headers }), 200);
       t.check(data.id === t.state.a.id, 'user A');
     },
@@ -259,7 +265,10 @@ export const accountCases: CaseDef[] = [
   oneRequest(group, ME, '403 csrf_refused', 'the session cookie from a page of another origin is refused', (t) => ({
     method: 'GET',
     path: '/v1/users/me',
-    headers: { Cookie: `sb_session=${t.need(t.state.aCookie, 'the session cookie of user A')}`, Origin: 'https://conformance.invalid' },
+    headers: {
+      Cookie: `${sessionCookieName(t)}=${t.need(t.state.aCookie, 'the session cookie of user A')}`,
+      Origin: 'https://conformance.invalid',
+    },
   })),
   {
     group,
