@@ -47,6 +47,11 @@ export interface Config {
   /** The HTTP server's bounds on connections and on slow clients, and on how long a shutdown may drain. */
   http: {
     maxConnections: number;
+    /**
+     * Connections one client address (an IPv6 /64) holds at once; 0 when `TRUST_PROXY` is set, where
+     * every connection comes from the proxy, which must cap them itself.
+     */
+    maxConnectionsPerAddress: number;
     headersTimeoutMs: number;
     requestTimeoutMs: number;
     keepAliveTimeoutMs: number;
@@ -283,6 +288,10 @@ function iconStore(env: NodeJS.ProcessEnv): Config['icons'] {
 function httpSettings(env: NodeJS.ProcessEnv): Config['http'] {
   const http = {
     maxConnections: integer(env, 'HTTP_MAX_CONNECTIONS', 1_000, 1, 1_000_000),
+    // A browser holds about 6 connections to an origin, an SDK client one per call in flight: 100
+    // leaves a household or an office room for both, and one address at most a tenth of the default
+    // total, so it cannot starve every other client by holding sockets open.
+    maxConnectionsPerAddress: proxyHops(env.TRUST_PROXY) > 0 ? 0 : integer(env, 'HTTP_MAX_CONNECTIONS_PER_ADDRESS', 100, 1, 1_000_000),
     headersTimeoutMs: integer(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 1_000, 600_000),
     requestTimeoutMs: integer(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 1_000, 3_600_000),
     keepAliveTimeoutMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000, 1_000, 600_000),

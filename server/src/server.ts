@@ -9,6 +9,7 @@ import { createApp } from './app.js';
 import type { Config } from './config.js';
 import { openDatabase, unitOfWork, type Database } from './db/orm.js';
 import { firstRunInviteCode } from './domain/invite-codes.js';
+import { capConnectionsPerAddress } from './http/address-connections.js';
 import { Contract } from './http/contract.js';
 import { ConnectionDrain, type DrainReport } from './http/drain.js';
 import { Metrics } from './http/metrics.js';
@@ -71,6 +72,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     });
     // Further connections are closed as soon as they are accepted.
     server.maxConnections = config.http.maxConnections;
+    capConnectionsPerAddress(server, config.http.maxConnectionsPerAddress);
     const drain = new ConnectionDrain(server);
     server.on('request', (req, res) => {
       drain.track(res);

@@ -255,7 +255,7 @@ class Backend {
       if (startup) {
         // pg gave up on this connection while its startup waited (for a restart, say): it must not
         // take the session it would never give back.
-        if (connection.closed) return { answer: Buffer.alloc(0), over: true };
+        if (connection.writableEnded || connection.destroyed) return { answer: Buffer.alloc(0), over: true };
         // PGlite runs one session: a second connection would share it, and its queries could wait for
         // ever behind the first one's open transaction.
         if (this.#holder !== undefined) {
@@ -396,8 +396,6 @@ const statementTimedOut = () => errorResponse('ERROR', '57014', 'canceling state
 class Connection extends Duplex {
   #pending: Buffer = Buffer.alloc(0);
   #started = false;
-  /** pg has ended or destroyed this connection. */
-  closed = false;
 
   constructor(private readonly backend: Backend) {
     super();
@@ -430,14 +428,12 @@ class Connection extends Duplex {
    * destroy this stream.
    */
   override _final(done: (error?: Error | null) => void): void {
-    this.closed = true;
     this.backend.release(this);
     this.push(null);
     done();
   }
 
   override _destroy(error: Error | null, done: (error?: Error | null) => void): void {
-    this.closed = true;
     this.backend.release(this);
     done(error);
   }
