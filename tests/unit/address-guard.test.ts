@@ -10,6 +10,11 @@
 import type { LookupAddress } from 'node:dns';
 import { expect } from 'chai';
 import { checkUrl, guardedLookup, isPublicAddress, RefusedAddress, type AddressRules } from '../../server/src/webhooks/address-guard.js';
+import { send } from '../../server/src/webhooks/send.js';
+
+/** The one refusal of an address, whatever the reason, and how an attempt records it. */
+const REFUSED = 'does not resolve to a public address';
+const REFUSED_ATTEMPT = `refused: the URL ${REFUSED}`;
 import { REFUSED_HOSTS } from '../support/refused-hosts.js';
 
 const DEFAULT: AddressRules = { allowHttp: false, allowPrivate: false };
@@ -71,11 +76,9 @@ describe('unit: the webhook address guard', () => {
   it('refuses every spelling of a non-public address under the default rules, with the same words', () => {
     for (const host of REFUSED_HOSTS) {
       for (const url of [`https://${host}/hook`, `https://${host}:8443/hook?x=1`]) {
-        expect(refusal(() => checkUrl(url, DEFAULT)).message, url).to.equal('names a loopback, private or otherwise non-public address');
+        expect(refusal(() => checkUrl(url, DEFAULT)).message, url).to.equal(REFUSED);
         // http opened does not open the address.
-        expect(refusal(() => checkUrl(url.replace('https:', 'http:'), HTTP)).message, url).to.equal(
-          'names a loopback, private or otherwise non-public address',
-        );
+        expect(refusal(() => checkUrl(url.replace('https:', 'http:'), HTTP)).message, url).to.equal(REFUSED);
       }
     }
   });
@@ -147,7 +150,7 @@ describe('unit: the webhook address guard', () => {
       const refused = await lookup(DEFAULT, 'localhost', options);
       expect(refused.error, JSON.stringify(options)).to.be.instanceOf(RefusedAddress);
       expect(refused.error!.code).to.equal('EREFUSEDADDRESS');
-      expect(refused.error!.message).to.equal('localhost resolves to a non-public address');
+      expect(refused.error!.message).to.equal(REFUSED);
       expect(refused.address).to.deep.equal([]);
       // http opened does not open the address either.
       expect((await lookup(HTTP, 'localhost', options)).error?.code).to.equal('EREFUSEDADDRESS');
@@ -168,5 +171,26 @@ describe('unit: the webhook address guard', () => {
 
     const v4 = await lookup(PRIVATE, 'localhost', { family: 4 });
     expect(v4).to.deep.include({ error: null, address: '127.0.0.1', family: 4 });
+  });
+  it('refuses a name that does not resolve exactly as one that resolves to loopback: same error, message and code, and the same attempt error', async () => {
+    const nowhere = 'signalboard-nowhere.invalid';
+    for (const options of [{}, { all: true }]) {
+      const [unresolved, loopback] = await Promise.all([lookup(DEFAULT, nowhere, options), lookup(DEFAULT, 'localhost', options)]);
+      for (const refused of [unresolved, loopback]) {
+        expect(refused.error).to.be.instanceOf(RefusedAddress);
+        expect(refused.error).to.include({ message: REFUSED, code: 'EREFUSEDADDRESS' });
+        expect(refused.address).to.deep.equal([]);
+      }
+    }
+    // Where nothing is hidden (private addresses allowed), the resolver's own error is kept.
+    expect((await lookup(PRIVATE, nowhere)).error?.code).to.equal('ENOTFOUND');
+
+    const sending = { rules: HTTP, timeoutMs: 5_000 };
+    const attempts = await Promise.all(
+      [`http://${nowhere}/hook`, 'http://localhost/hook', 'http://127.0.0.1:9/hook', 'http://10.0.0.1/hook', 'http://[::1]/hook'].map(
+        (url) => send(url, '{}', {}, sending),
+      ),
+    );
+    for (const attempt of attempts) expect(attempt).to.deep.include({ statusCode: null, body: null, error: REFUSED_ATTEMPT });
   });
 });

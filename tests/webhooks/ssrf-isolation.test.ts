@@ -14,11 +14,15 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { signUp, signUpOn, type TestUser } from '../support/accounts.js';
-import { count, type TestServer } from '../support/harness.js';
+import { count, sql, type TestServer } from '../support/harness.js';
 import { call, callAt, expectData, expectInvalid, expectNoContent, type Answer } from '../support/http.js';
 import { createProject, projectPath } from '../support/projects.js';
 import { Receiver, startWebhookServer } from '../support/receiver.js';
 import { REFUSED_HOSTS } from '../support/refused-hosts.js';
+
+/** The one refusal of an address, whatever the reason: at creation (a 400's detail) and in an attempt's error. */
+const REFUSED = 'does not resolve to a public address';
+const REFUSED_ATTEMPT = `refused: the URL ${REFUSED}`;
 
 /**
  * The shortest keep-alive the servers allow: fetch keeps idle connections to a server until about
@@ -91,7 +95,11 @@ describe('webhooks: SSRF guard and isolation', function () {
       for (const url of urls) {
         const answer = await call('POST', projectPath(namespace, '/webhooks'), owner.token, { url });
         expectInvalid(answer, '/body/url', url);
-        expect(answer.json.error.details[0].message, url).to.equal('names a loopback, private or otherwise non-public address');
+        expect(answer.json.error, url).to.deep.equal({
+          code: 'invalid_request',
+          message: `url ${REFUSED}`,
+          details: [{ path: '/body/url', message: REFUSED }],
+        });
       }
       // Changing an endpoint's URL is held to the same rule.
       const endpoint = expectData(
@@ -148,7 +156,9 @@ describe('webhooks: SSRF guard and isolation', function () {
       const port = new URL(receiver.url).port;
       for (const host of ['127.0.0.1', '2130706433', '[::ffff:7f00:1]', 'localhost', 'LOCALHOST.']) {
         const url = `http://${host}:${port}/hook`;
-        expectInvalid(await api('POST', '/webhooks', { url }), '/body/url', url);
+        const answer = await api('POST', '/webhooks', { url });
+        expectInvalid(answer, '/body/url', url);
+        expect(answer.json.error.details, url).to.deep.equal([{ path: '/body/url', message: REFUSED }]);
       }
       expect(await count('select count(*)::int from webhook_endpoints', [], server.db)).to.equal(0);
     });
@@ -172,10 +182,39 @@ describe('webhooks: SSRF guard and isolation', function () {
       expect(delivery.attempts).to.have.length(3);
       for (const attempt of delivery.attempts) {
         expect(attempt).to.include({ status_code: null, body: null });
-        expect(attempt.error).to.equal(`refused: ${name} resolves to a non-public address`);
+        expect(attempt.error).to.equal(REFUSED_ATTEMPT);
       }
       expect(receiver.connections).to.equal(0);
       expect(receiver.received).to.have.length(0);
+    });
+
+    it('answers a name that does not resolve exactly as one resolving to loopback, on test and in every attempt', async function () {
+      if (!name) this.skip();
+      const port = new URL(receiver.url).port;
+      for (const host of [name, 'signalboard-nowhere.invalid']) {
+        const endpoint = expectData(
+          await api('POST', '/webhooks', { url: `http://${host}:${port}/hook`, filter: { feeds: ['general'] } }),
+          201,
+        );
+        const test = await api('POST', `/webhooks/${endpoint.id}/test`);
+        expect(test.status).to.equal(200);
+        expect(test.json.data).to.include({ status_code: null, body: null, error: REFUSED_ATTEMPT });
+      }
+      expectData(await api('POST', '/feeds/general/events', { event: 'to names that lead nowhere public' }), 201);
+      for (const endpoint of expectData(await api('GET', '/webhooks')).items) {
+        const [delivery] = await waitUntil(async () => {
+          const items = expectData(await api('GET', `/webhooks/${endpoint.id}/deliveries`)).items;
+          return items[0]?.state === 'failed' ? items : undefined;
+        });
+        expect(delivery.attempts.map((a: { error: string }) => a.error)).to.deep.equal([REFUSED_ATTEMPT, REFUSED_ATTEMPT, REFUSED_ATTEMPT]);
+      }
+      const [stored] = await sql<{ errors: string[] }>(
+        `select array_agg(distinct a->>'error') as errors from webhook_deliveries d, jsonb_array_elements(d.log) a`,
+        [],
+        server.db,
+      );
+      expect(stored!.errors).to.deep.equal([REFUSED_ATTEMPT]);
+      expect(receiver.connections).to.equal(0);
     });
   });
 

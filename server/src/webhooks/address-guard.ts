@@ -14,6 +14,10 @@
  * - A name is resolved once per attempt, by `guardedLookup`, which the connection itself uses: the
  *   connection goes to the address that was checked, so a name cannot be re-pointed between the
  *   check and the connect (DNS rebinding). Every address the name has must pass.
+ * - Every refused address is refused in the same words (`NOT_PUBLIC`) and with the same code,
+ *   whatever the reason: a private address written out, `localhost`, a name resolving to a private
+ *   address, a name that does not resolve at all. Otherwise a member could learn which internal
+ *   names exist by telling one refusal from another.
  */
 import dns from 'node:dns';
 import net from 'node:net';
@@ -26,7 +30,12 @@ export interface AddressRules {
 }
 
 /** An address the rules refuse; its message is shown to members (in an attempt's `error`, or a 400). */
-export class RefusedAddress extends Error {}
+export class RefusedAddress extends Error {
+  readonly code = 'EREFUSEDADDRESS';
+}
+
+/** The one refusal of an address, whatever the reason (see the top of this file). */
+export const NOT_PUBLIC = 'does not resolve to a public address';
 
 /** Whether `address` (an IP address in any form Node prints) is a public unicast address. */
 export function isPublicAddress(address: string): boolean {
@@ -63,7 +72,7 @@ export function checkUrl(raw: string, rules: AddressRules): URL {
   const host = bareHost(url);
   if (rules.allowPrivate) return url;
   if (net.isIP(host) !== 0 ? !isPublicAddress(host) : /(^|\.)localhost\.?$/i.test(host)) {
-    throw new RefusedAddress('names a loopback, private or otherwise non-public address');
+    throw new RefusedAddress(NOT_PUBLIC);
   }
   return url;
 }
@@ -71,19 +80,18 @@ export function checkUrl(raw: string, rules: AddressRules): URL {
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
 
 /**
- * A `lookup` for `http.request`: resolves the name once, refuses it unless every address it has
- * passes the rules, and hands the connection those very addresses. Node calls it only for names;
- * an address literal is checked by `checkUrl` instead.
+ * A `lookup` for `http.request`: resolves the name once, refuses it unless it has addresses and every
+ * one passes the rules, and hands the connection those very addresses. Node calls it only for names;
+ * an address literal is checked by `checkUrl` instead. Under the rules a failed resolution is the
+ * same refusal as a private address; with private addresses allowed nothing is hidden, and the
+ * resolver's own error is kept.
  */
 export function guardedLookup(rules: AddressRules) {
   return (hostname: string, options: dns.LookupOptions, callback: LookupCallback): void => {
     dns.lookup(hostname, { all: true, family: options.family ?? 0 }, (error, addresses) => {
-      if (error) return callback(error, []);
-      const refused = rules.allowPrivate ? undefined : addresses.find((a) => !isPublicAddress(a.address));
-      if (refused) {
-        return callback(Object.assign(new RefusedAddress(`${hostname} resolves to a non-public address`), { code: 'EREFUSEDADDRESS' }), []);
-      }
-      if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), []);
+      if (error && rules.allowPrivate) return callback(error, []);
+      const usable = !error && addresses.length > 0 && (rules.allowPrivate || addresses.every((a) => isPublicAddress(a.address)));
+      if (!usable) return callback(new RefusedAddress(NOT_PUBLIC), []);
       if (options.all) return callback(null, addresses);
       callback(null, addresses[0]!.address, addresses[0]!.family);
     });

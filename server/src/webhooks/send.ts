@@ -40,11 +40,13 @@ export interface Sending {
   agents?: { http: http.Agent; https: https.Agent } | undefined;
 }
 
-/** What the attempt's error says: the refusal's own words, or the connection error's code. */
+/**
+ * What the attempt's error says: a refusal's own words (one for every refused address, whichever
+ * way it was refused: address-guard.ts), or the connection error's code.
+ */
 function describe(error: unknown): string {
-  if (error instanceof RefusedAddress) return `refused: ${error.message}`;
+  if (error instanceof RefusedAddress) return `refused: the URL ${error.message}`;
   const code = (error as NodeJS.ErrnoException).code;
-  if (code === 'EREFUSEDADDRESS') return `refused: ${(error as Error).message}`;
   return code ? `connection failed (${code})` : 'connection failed';
 }
 
