@@ -168,15 +168,30 @@ describe('webhooks: delivery to real receivers', function () {
     expect(() => new Webhook(endpoint.secret).verify(later.body, later.headers as Record<string, string>)).to.throw();
   });
 
-  it('shapes Slack and Discord messages, escaped, unsigned, mentioning nobody', async () => {
+  it('shapes Slack and Discord messages as plain text, unsigned: no markup, link or mention a publisher wrote takes effect', async () => {
     await createEndpoint({ format: 'slack' });
     await createEndpoint({ format: 'discord' });
-    await publish({ event: '@everyone <b>paid</b> & left', emoji: '💸', description: 'Card ending 4242' }, 'payments');
+    await publish(
+      {
+        event: '@everyone <!channel> [phish](https://evil.example) <https://evil.example|click> *b* _i_ ~s~ `c` & co',
+        emoji: '💸',
+        description: 'Card ending 4242\n# Header\n- item > quote ||spoiler||\n1. first <@123> \\o/',
+      },
+      'payments',
+    );
     await receiver.waitFor(2);
     const bodies = receiver.received.map((r) => JSON.parse(r.body));
-    expect(bodies).to.deep.include({ text: '💸 *@everyone &lt;b&gt;paid&lt;/b&gt; &amp; left* in #payments: Card ending 4242' });
     expect(bodies).to.deep.include({
-      content: '💸 **@everyone <b>paid</b> & left** in #payments: Card ending 4242',
+      text:
+        '💸 @everyone &lt;!channel&gt; [phish](https://evil.example) &lt;https://evil.example|click&gt; *b* _i_ ~s~ `c` &amp; co ' +
+        'in #payments: Card ending 4242\n# Header\n- item &gt; quote ||spoiler||\n1. first &lt;@123&gt; \\o/',
+      mrkdwn: false,
+    });
+    expect(bodies).to.deep.include({
+      content:
+        '💸 **@everyone \\<!channel\\> \\[phish\\]\\(https://evil.example\\) \\<https://evil.example\\|click\\> ' +
+        '\\*b\\* \\_i\\_ \\~s\\~ \\`c\\` & co** in #payments: Card ending 4242\n\\# Header\n\\- item \\> quote ' +
+        '\\|\\|spoiler\\|\\|\n1\\. first \\<@123\\> \\\\o/',
       allowed_mentions: { parse: [] },
     });
     for (const request of receiver.received) expect(request.headers).to.not.have.property('webhook-signature');

@@ -41,7 +41,7 @@ import { Conflict, InvalidRequest, NotFound } from '../errors.js';
 import type { MailOutbox } from '../mail/outbox.js';
 import { checkUrl, RefusedAddress } from '../webhooks/address-guard.js';
 import type { Deliverer } from '../webhooks/deliverer.js';
-import type { Message } from '../webhooks/messages.js';
+import { messageOf, type Message } from '../webhooks/messages.js';
 import { delivered, logEntry, type AttemptResult } from '../webhooks/send.js';
 import { recordActivity } from './activity.js';
 import { tagCandidates, type EventRow } from './events.js';
@@ -255,15 +255,10 @@ export async function retryDelivery(
   const endpoint = await endpointOf(em, project, id);
   const delivery = await findDelivery(em, id, deliveryId);
   if (!delivery) throw new NotFound('No delivery with this id for this webhook endpoint.');
-  let message: Message;
-  if (delivery.eventId !== null) {
-    const [event] = await eventsByIds(em, [delivery.eventId]);
-    if (!event)
-      throw new Conflict('event_expired', "This delivery's event is no longer stored (retention or its feed's delete removed it).");
-    message = { type: 'event.created', data: shapes.event(event) } as Message;
-  } else {
-    message = { type: delivery.type, data: delivery.payload } as Message;
-  }
+  const [event] = delivery.eventId === null ? [] : await eventsByIds(em, [delivery.eventId]);
+  const message = messageOf(delivery, event, shapes);
+  if (!message)
+    throw new Conflict('event_expired', "This delivery's event is no longer stored (retention or its feed's delete removed it).");
   const at = new Date().toISOString();
   const result = await deliverer.attempt({ ...delivery, url: endpoint.url, format: endpoint.format, secrets: endpoint.secrets }, message);
   await recordManualAttempt(em, deliveryId, logEntry(at, result), delivered(result));

@@ -31,7 +31,7 @@ import {
 } from '../domain/webhooks.js';
 import type { EventRow } from '../domain/events.js';
 import { guardedLookup } from './address-guard.js';
-import { requestFor, type Message } from './messages.js';
+import { messageOf, requestFor, type Message } from './messages.js';
 import { delivered, logEntry, send, type AttemptResult } from './send.js';
 
 /** Deliveries claimed for one endpoint at a time. */
@@ -249,17 +249,11 @@ export class Deliverer {
     agents: { http: http.Agent; https: https.Agent },
   ): Promise<Outcome> {
     const at = new Date().toISOString();
-    let message: Message;
-    if (delivery.eventId !== null) {
-      const event = events.get(delivery.eventId);
-      if (!event) {
-        // The event's feed was deleted, or retention took it: there is nothing left to send.
-        const entry = { at, status_code: null, duration_ms: 0, body: null, error: 'the event is no longer stored' };
-        return { id: delivery.id, attempt: delivery.attempt, entry, delivered: false, gone: false, retryAt: null };
-      }
-      message = { type: 'event.created', data: this.shapes.event(event) } as Message;
-    } else {
-      message = { type: delivery.type, data: delivery.payload } as Message;
+    const message = messageOf(delivery, delivery.eventId === null ? undefined : events.get(delivery.eventId), this.shapes);
+    if (!message) {
+      // The event's feed was deleted, or retention took it: there is nothing left to send.
+      const entry = { at, status_code: null, duration_ms: 0, body: null, error: 'the event is no longer stored' };
+      return { id: delivery.id, attempt: delivery.attempt, entry, delivered: false, gone: false, retryAt: null };
     }
     const { body, headers } = requestFor(delivery.format, delivery, message, new Date());
     const result = await send(delivery.url, body, headers, { rules: this.settings, timeoutMs: this.settings.timeoutMs, agents });

@@ -6,13 +6,19 @@
  *   `webhook-timestamp` (the attempt's, in seconds) and `webhook-signature`, made by the
  *   `standardwebhooks` package with each secret that signs (two, space-separated, during a rotation).
  * - `slack` and `discord`: their incoming webhooks' message, `{ text }` and `{ content }`, one line
- *   saying what happened. Text a publisher wrote is escaped as each one needs (Slack's `&`, `<`, `>`),
- *   and a Discord message mentions nobody (`allowed_mentions`), whatever an event's title says.
- *   Neither checks a signature, so none is sent; `webhook-id` still is.
+ *   saying what happened. Neither checks a signature, so none is sent; `webhook-id` still is.
+ *
+ * Every value in that line was written by someone (a publisher, who may hold no more than a
+ * publish-only token sitting in a web page; a member), so it reaches Slack and Discord as plain
+ * text, never as markup: no link with a text of its own (`[phish](https://evil.example)`,
+ * `<https://evil.example|click>`), no mention (`<!channel>`, `@everyone`, `<@id>`), no formatting.
+ * Slack: `mrkdwn: false` and `&`, `<`, `>` as entities (which Slack reads even then). Discord: every
+ * markdown character behind a backslash, and `allowed_mentions` that lets no mention ping.
  */
 import { Webhook } from 'standardwebhooks';
 import type { components } from '../../../spec/generated/openapi.js';
-import type { WebhookFormat, WebhookType } from '../domain/webhooks.js';
+import type { ChangeShapes, ClaimedDelivery, WebhookFormat, WebhookType } from '../domain/webhooks.js';
+import type { EventRow } from '../domain/events.js';
 
 type Schemas = components['schemas'];
 
@@ -26,27 +32,61 @@ export type Message =
 
 export type MessageType = Message['type'] & (WebhookType | 'webhook.test');
 
-/** The one line Slack and Discord show; `strong` marks what stands out in that service's markup. */
-function line(message: Message, strong: (text: string) => string): string {
+/**
+ * The message a queued delivery sends, whether the deliverer sends it or a member retries it now:
+ * an event as the API shows it now (`event`: the delivery's event, undefined when it is no longer
+ * stored, and then there is none), or another change as it was queued.
+ */
+export function messageOf(
+  delivery: Pick<ClaimedDelivery, 'type' | 'eventId' | 'payload'>,
+  event: EventRow | undefined,
+  shapes: Pick<ChangeShapes, 'event'>,
+): Message | undefined {
+  if (delivery.eventId === null) return { type: delivery.type, data: delivery.payload } as Message;
+  return event ? ({ type: 'event.created', data: shapes.event(event) } as Message) : undefined;
+}
+
+/** How a chat service takes text: `text` makes a written value plain, `strong` marks what stands out (already plain). */
+interface Markup {
+  text(value: string): string;
+  strong(plain: string): string;
+}
+
+/** The one line Slack and Discord show, each value written by someone passed through `markup.text`. */
+function line(message: Message, { text, strong }: Markup): string {
   switch (message.type) {
     case 'event.created': {
       const { emoji, event, feed, description } = message.data;
-      return `${emoji ?? '📣'} ${strong(event)} in #${feed}${description ? `: ${description}` : ''}`;
+      return `${emoji ? text(emoji) : '📣'} ${strong(text(event))} in #${text(feed)}${description ? `: ${text(description)}` : ''}`;
     }
     case 'insight.updated':
-      return `${message.data.emoji ?? '📊'} ${strong(message.data.title)}: ${String(message.data.value)}`;
+      return `${message.data.emoji ? text(message.data.emoji) : '📊'} ${strong(text(message.data.title))}: ${text(String(message.data.value))}`;
     case 'member.joined':
-      return `👋 ${strong(message.data.username)} joined the project`;
+      return `👋 ${strong(text(message.data.username))} joined the project`;
     case 'member.left':
-      return `👋 ${strong(message.data.username)} left the project`;
+      return `👋 ${strong(text(message.data.username))} left the project`;
     case 'project.updated':
-      return `✏️ Project ${strong(message.data.name)} (${message.data.namespace}) was updated`;
+      return `✏️ Project ${strong(text(message.data.name))} (${text(message.data.namespace)}) was updated`;
     case 'webhook.test':
-      return `✅ ${message.data.message}`;
+      return `✅ ${text(message.data.message)}`;
   }
 }
 
-const slackEscape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+/** Slack with `mrkdwn: false`: no emphasis, and the three characters Slack reads as markup even then as entities. */
+const SLACK: Markup = {
+  text: (value) => value.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;'),
+  strong: (plain) => plain,
+};
+
+/**
+ * Discord's markdown: a backslash before every character it gives a meaning (emphasis, code,
+ * spoilers, quotes, headings, lists, links, mentions, timestamps, custom emoji), and before the dot
+ * of a numbered list's `1.` at a line's start.
+ */
+const DISCORD: Markup = {
+  text: (value) => value.replace(/[\\*_~`|<>[\]()#-]/g, '\\$&').replace(/^(\s*\d+)\./gm, '$1\\.'),
+  strong: (plain) => `**${plain}**`,
+};
 
 /** A request's body and headers for one attempt at `format`. */
 export function requestFor(
@@ -56,9 +96,9 @@ export function requestFor(
   now: Date,
 ): { body: string; headers: Record<string, string> } {
   const headers: Record<string, string> = { 'webhook-id': delivery.id, 'user-agent': 'Signalboard-Webhooks/1' };
-  if (format === 'slack') return { body: JSON.stringify({ text: slackEscape(line(message, (t) => `*${t}*`)) }), headers };
+  if (format === 'slack') return { body: JSON.stringify({ text: line(message, SLACK), mrkdwn: false }), headers };
   if (format === 'discord') {
-    const content = line(message, (t) => `**${t}**`).slice(0, 2000);
+    const content = line(message, DISCORD).slice(0, 2000);
     return { body: JSON.stringify({ content, allowed_mentions: { parse: [] } }), headers };
   }
   // When the change happened: an event's storing, or the commit that queued the delivery.
