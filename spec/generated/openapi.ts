@@ -1499,6 +1499,15 @@ export interface components {
              */
             pending_deliveries: number;
             secret: components["schemas"]["WebhookSecret"];
+            /**
+             * @description Where deliveries are sent. A `slack` or `discord` endpoint's address is itself a secret (whoever
+             *     has it can post to the channel), so it is shown whole only in the answer that creates the
+             *     endpoint, and masked in every other: its scheme, host and port, then the first segments of its
+             *     path, at most three and never the last, then `••••` (four U+2022), without query or fragment:
+             *     `https://hooks.slack.com/services/T000/B000/••••`, `https://discord.com/api/webhooks/1234/••••`.
+             *     The masked form is never an address: sent back as `url`, it is refused (400). A `standard`
+             *     endpoint's address is shown whole (its secret is the signing secret).
+             */
             url: string;
         };
         /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
@@ -2396,6 +2405,15 @@ export interface components {
              * @description Deliveries waiting to be sent or retried (at most 10,000).
              */
             pending_deliveries: number;
+            /**
+             * @description Where deliveries are sent. A `slack` or `discord` endpoint's address is itself a secret (whoever
+             *     has it can post to the channel), so it is shown whole only in the answer that creates the
+             *     endpoint, and masked in every other: its scheme, host and port, then the first segments of its
+             *     path, at most three and never the last, then `••••` (four U+2022), without query or fragment:
+             *     `https://hooks.slack.com/services/T000/B000/••••`, `https://discord.com/api/webhooks/1234/••••`.
+             *     The masked form is never an address: sent back as `url`, it is refused (400). A `standard`
+             *     endpoint's address is shown whole (its secret is the signing secret).
+             */
             url: string;
         };
         /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */

@@ -141,4 +141,35 @@ describe('the console’s webhooks page in a browser', function () {
     await page.getByText('No webhook endpoints yet.').waitFor();
     expect((await sdk.webhooks.list(namespace).page()).items).to.deep.equal([]);
   });
+
+  it('shows a Slack address whole once, when it is made, and masked in the list after', async () => {
+    const secretPart = 'XXXXXXXXXXXXXXXXXXXXXXXX';
+    const whole = `https://hooks.slack.com/services/T0001/B0001/${secretPart}`;
+    const masked = 'https://hooks.slack.com/services/T0001/B0001/••••';
+    await page.goto(`/login?next=${encodeURIComponent(`/projects/${namespace}/webhooks`)}`);
+    await page.waitForURL(/\/(login|projects\/)/);
+    if (page.url().includes('/login')) {
+      await page.getByLabel('Username or email').fill(owner.username);
+      await page.getByLabel('Password').fill(owner.password);
+      await page.getByRole('button', { name: 'Log in' }).click();
+    }
+    await page.waitForURL(`**/projects/${namespace}/webhooks`);
+    await page.getByLabel('URL', { exact: true }).fill(whole);
+    await page.getByLabel('Format').selectOption('slack');
+    await page.getByRole('button', { name: 'Create endpoint' }).click();
+    await page.getByLabel('The new signing secret').waitFor();
+    await page.getByRole('status').filter({ hasText: whole }).waitFor();
+    const row = page.getByRole('list', { name: 'Webhook endpoints' }).getByRole('listitem').filter({ hasText: masked });
+    await row.getByText(masked, { exact: true }).waitFor();
+    // Turned off: nothing is sent to Slack from a test.
+    await row.getByRole('button', { name: `Disable ${masked}` }).click();
+    await row.getByRole('button', { name: `Enable ${masked}` }).waitFor();
+
+    await page.reload();
+    await row.waitFor();
+    expect(await page.content()).to.not.include(secretPart);
+    const [endpoint] = (await sdk.webhooks.list(namespace).page()).items;
+    expect(endpoint).to.deep.include({ url: masked, format: 'slack', enabled: false });
+    await sdk.webhooks.delete(namespace, endpoint!.id);
+  });
 });

@@ -197,6 +197,72 @@ describe('webhooks: delivery to real receivers', function () {
     for (const request of receiver.received) expect(request.headers).to.not.have.property('webhook-signature');
   });
 
+  it('shows a Slack or Discord address whole once, at creation, then masked; stores it whole and never takes the masked form for it', async () => {
+    const activityUrls = async () =>
+      expectData(await api('GET', '/activity?limit=100')).items.flatMap((a: { data: { url?: string } }) =>
+        a.data.url ? [a.data.url] : [],
+      );
+    const cases = [
+      { format: 'slack', path: '/services/T0001/B0001/s3cr3tPart', shown: '/services/T0001/B0001/••••' },
+      { format: 'discord', path: '/api/webhooks/1234/t0k-en_s3cr3t/', shown: '/api/webhooks/1234/••••' },
+    ];
+    for (const { format, path, shown } of cases) {
+      const whole = receiver.url + path;
+      const masked = receiver.url + shown;
+      const created = expectData(await api('POST', '/webhooks', { url: whole, format }), 201);
+      expect(created.url).to.equal(whole);
+      expect(expectData(await api('GET', `/webhooks/${created.id}`)).url).to.equal(masked);
+      expect(expectData(await api('GET', '/webhooks')).items.find((w: { id: string }) => w.id === created.id).url).to.equal(masked);
+      expect(expectData(await api('PATCH', `/webhooks/${created.id}`, { description: 'ops' }))).to.include({
+        url: masked,
+        description: 'ops',
+      });
+
+      const sentBack = await api('PATCH', `/webhooks/${created.id}`, { url: masked });
+      expect(sentBack.status).to.equal(400);
+      expect(sentBack.json).to.deep.equal({
+        success: false,
+        error: {
+          code: 'invalid_request',
+          message: 'url is masked as the service shows it: send the whole address, or leave url out to keep the stored one',
+          details: [
+            {
+              path: '/body/url',
+              message: 'is masked as the service shows it: send the whole address, or leave url out to keep the stored one',
+            },
+          ],
+        },
+      });
+      const toStandard = await api('PATCH', `/webhooks/${created.id}`, { format: 'standard' });
+      expect(toStandard.status).to.equal(400);
+      expect(toStandard.json.error.details).to.deep.equal([
+        {
+          path: '/body/format',
+          message: 'can become standard only with a url: a Slack or Discord address is shown masked, a standard one whole',
+        },
+      ]);
+      const [row] = await sql('select url, format, description from webhook_endpoints where id = ?', [created.id], server.db);
+      expect(row).to.deep.equal({ url: whole, format, description: 'ops' });
+
+      // Deliveries go to the whole address; the test message names the masked one.
+      expectData(await api('POST', `/webhooks/${created.id}/test`));
+      const request = receiver.received.at(-1)!;
+      expect(request.path).to.equal(path);
+      const text = `✅ Signalboard test delivery to ${masked}`;
+      const escaped = `✅ Signalboard test delivery to ${masked.replace(/[-\\*_~`|<>[\]()#]/g, '\\$&')}`;
+      expect(JSON.parse(request.body)).to.deep.equal(
+        format === 'slack' ? { text, mrkdwn: false } : { content: escaped, allowed_mentions: { parse: [] } },
+      );
+      expectNoContent(await api('DELETE', `/webhooks/${created.id}`));
+      const urls = await activityUrls();
+      expect(urls).to.include(masked);
+      expect(urls.join(' ')).to.not.include(path.split('/').filter(Boolean).at(-1));
+    }
+    // A standard endpoint's address is no secret (its signing secret is): shown whole.
+    const standard = await createEndpoint({});
+    expect(expectData(await api('GET', `/webhooks/${standard.id}`)).url).to.equal(receiver.url + '/hook');
+  });
+
   it('sends insight, member and project changes to endpoints whose types let them through', async () => {
     await createEndpoint({ filter: { types: ['insight.updated', 'project.updated', 'member.joined', 'member.left'] } });
     const insight = expectData(await api('POST', '/insights', { title: 'MRR', value: 10 }), 201);

@@ -35,11 +35,13 @@ import {
   type Outcome,
   updateEndpoint,
   type WebhookFilter,
+  type WebhookFormat,
 } from '../db/repositories/webhooks.js';
 import { lockProject, transaction } from '../db/transaction.js';
 import { Conflict, InvalidRequest, NotFound } from '../errors.js';
 import type { MailOutbox } from '../mail/outbox.js';
 import { checkUrl, RefusedAddress } from '../webhooks/address-guard.js';
+import { hidesUrl, isMasked, shownUrl } from './webhook-urls.js';
 import type { Deliverer } from '../webhooks/deliverer.js';
 import { messageOf, type Message } from '../webhooks/messages.js';
 import { delivered, logEntry, type AttemptResult } from '../webhooks/send.js';
@@ -91,8 +93,17 @@ function newSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
-/** The URL as the endpoint keeps it, or 400 on `/body/url` saying why the rules refuse it. */
+/**
+ * The URL as the endpoint keeps it, or 400 on `/body/url` saying why the rules refuse it. A masked
+ * address, as the service shows a Slack or Discord one (webhook-urls.ts), is never taken for one.
+ */
 function checkedUrl(raw: string, rules: WebhookSettings): string {
+  if (isMasked(raw)) {
+    throw InvalidRequest.field(
+      '/body/url',
+      'is masked as the service shows it: send the whole address, or leave url out to keep the stored one',
+    );
+  }
   try {
     return checkUrl(raw, rules).href;
   } catch (error) {
@@ -156,9 +167,19 @@ export async function addEndpoint(
       enabled: enabled ?? true,
       secret,
     });
-    recordActivity(tx, project, actor, 'webhook.created', { webhook: endpoint.id, url: endpoint.url });
+    recordActivity(tx, project, actor, 'webhook.created', { webhook: endpoint.id, url: shownUrl(endpoint.url, endpoint.format) });
     return { endpoint, secret };
   });
+}
+
+/** 400 for a change that would show a hidden address whole: a Slack or Discord endpoint made `standard` with no new url. */
+function refuseUnmasking(from: WebhookFormat, to: WebhookFormat | undefined, url: string | undefined): void {
+  if (url === undefined && to !== undefined && hidesUrl(from) && !hidesUrl(to)) {
+    throw InvalidRequest.field(
+      '/body/format',
+      'can become standard only with a url: a Slack or Discord address is shown masked, a standard one whole',
+    );
+  }
 }
 
 /**
@@ -178,6 +199,7 @@ export async function editEndpoint(
   const checked = url === undefined ? undefined : checkedUrl(url, settings);
   return transaction(em, async (tx) => {
     const before = await endpointOf(tx, project, id, true);
+    refuseUnmasking(before.format, format, checked);
     const after = await updateEndpoint(tx, id, {
       url: checked ?? before.url,
       description: description === undefined ? before.description : description,
@@ -209,7 +231,7 @@ export async function removeEndpoint(em: EntityManager, actor: User, project: Pr
   await transaction(em, async (tx) => {
     const endpoint = await endpointOf(tx, project, id, true);
     if (!(await deleteEndpoint(tx, project.id, id))) throw webhookNotFound();
-    recordActivity(tx, project, actor, 'webhook.deleted', { webhook: id, url: endpoint.url });
+    recordActivity(tx, project, actor, 'webhook.deleted', { webhook: id, url: shownUrl(endpoint.url, endpoint.format) });
   });
 }
 
@@ -227,7 +249,8 @@ export async function rotateSecret(em: EntityManager, project: Project, id: stri
 /** Sends a `webhook.test` now, enabled or not, and answers what came back. */
 export async function testEndpoint(em: EntityManager, project: Project, id: string, deliverer: Deliverer): Promise<AttemptResult> {
   const endpoint = await endpointOf(em, project, id);
-  const message: Message = { type: 'webhook.test', data: { message: `Signalboard test delivery to ${endpoint.url}` } };
+  const shown = shownUrl(endpoint.url, endpoint.format);
+  const message: Message = { type: 'webhook.test', data: { message: `Signalboard test delivery to ${shown}` } };
   return deliverer.attempt(
     { id: v7(), createdAt: new Date(), url: endpoint.url, format: endpoint.format, secrets: endpoint.secrets },
     message,

@@ -1,5 +1,6 @@
 /** Webhook endpoints and their deliveries, on the wire. A secret is shown only where an operation makes one. */
 import type { components } from '../../../spec/generated/openapi.js';
+import { shownUrl } from '../domain/webhook-urls.js';
 import type { DeliveryRow, EndpointRow } from '../domain/webhooks.js';
 import type { AttemptResult } from '../webhooks/send.js';
 
@@ -9,7 +10,7 @@ export function presentWebhook(endpoint: EndpointRow): Schemas['WebhookEndpoint'
   const { types, feeds, tags, notifyOnly } = endpoint.filter;
   return {
     id: endpoint.id,
-    url: endpoint.url,
+    url: shownUrl(endpoint.url, endpoint.format),
     description: endpoint.description,
     format: endpoint.format,
     filter: { types, feeds, tags, notify_only: notifyOnly },
@@ -21,7 +22,8 @@ export function presentWebhook(endpoint: EndpointRow): Schemas['WebhookEndpoint'
 }
 
 export function presentCreatedWebhook({ endpoint, secret }: { endpoint: EndpointRow; secret: string }): Schemas['CreatedWebhookEndpoint'] {
-  return { ...presentWebhook(endpoint), secret };
+  // The one answer that shows a Slack or Discord address whole (domain/webhook-urls.ts).
+  return { ...presentWebhook(endpoint), url: endpoint.url, secret };
 }
 
 export function presentRotatedSecret({
