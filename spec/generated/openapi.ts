@@ -1477,7 +1477,7 @@ export interface components {
             /** @enum {boolean} */
             success: true;
         };
-        /** @description An endpoint just created, with its signing secret (shown this once). */
+        /** @description An endpoint just created, with its signing secret and its whole address (shown this once). */
         CreatedWebhookEndpoint: {
             /** Format: date-time */
             created_at: string;
@@ -1498,17 +1498,17 @@ export interface components {
              * @description Deliveries waiting to be sent or retried (at most 10,000).
              */
             pending_deliveries: number;
-            secret: components["schemas"]["WebhookSecret"];
             /**
-             * @description Where deliveries are sent. A `slack` or `discord` endpoint's address is itself a secret (whoever
-             *     has it can post to the channel), so it is shown whole only in the answer that creates the
-             *     endpoint, and masked in every other: its scheme, host and port, then the first segments of its
-             *     path, at most three and never the last, then `••••` (four U+2022), without query or fragment:
-             *     `https://hooks.slack.com/services/T000/B000/••••`, `https://discord.com/api/webhooks/1234/••••`.
-             *     The masked form is never an address: sent back as `url`, it is refused (400). A `standard`
-             *     endpoint's address is shown whole (its secret is the signing secret).
+             * @description Absent only on an idempotent replay (`Idempotent-Replayed: true`): a secret is shown once;
+             *     rotate it to get a new one.
              */
-            url: string;
+            secret?: components["schemas"]["WebhookSecret"];
+            /**
+             * @description Where deliveries are sent, whole, for every format. Absent only on an idempotent replay
+             *     (`Idempotent-Replayed: true`): a Slack or Discord address is a secret, shown once (it is the
+             *     address the replayed request itself sent).
+             */
+            url?: string;
         };
         /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
         CreatedWebhookEndpointEnvelope: {
@@ -2146,7 +2146,11 @@ export interface components {
         RotatedWebhookSecret: {
             /** Format: date-time */
             previous_expires_at: string;
-            secret: components["schemas"]["WebhookSecret"];
+            /**
+             * @description Absent only on an idempotent replay (`Idempotent-Replayed: true`): a secret is shown once;
+             *     rotate it again to get a new one.
+             */
+            secret?: components["schemas"]["WebhookSecret"];
         };
         /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
         RotatedWebhookSecretEnvelope: {
@@ -2524,7 +2528,9 @@ export interface components {
          *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
          *     (keys of different users never meet). Within that time, the same key on the same method, path
          *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
-         *     and the work is not done a second time; on another method, path or body it is 422
+         *     and the work is not done a second time; a field that held a secret shown once (marked
+         *     `x-secret`: a webhook's signing secret, a Slack or Discord address) is left out of it, as the
+         *     secret is never kept. On another method, path or body it is 422
          *     `idempotency_key_reused`; while the first request with the key is still being handled, another
          *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
          *     its own: it is given again only answers it got itself, and a key its user's other credentials
@@ -4033,7 +4039,9 @@ export interface operations {
                  *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
                  *     (keys of different users never meet). Within that time, the same key on the same method, path
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
-                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     and the work is not done a second time; a field that held a secret shown once (marked
+                 *     `x-secret`: a webhook's signing secret, a Slack or Discord address) is left out of it, as the
+                 *     secret is never kept. On another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
                  *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
                  *     its own: it is given again only answers it got itself, and a key its user's other credentials
@@ -4182,7 +4190,9 @@ export interface operations {
                  *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
                  *     (keys of different users never meet). Within that time, the same key on the same method, path
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
-                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     and the work is not done a second time; a field that held a secret shown once (marked
+                 *     `x-secret`: a webhook's signing secret, a Slack or Discord address) is left out of it, as the
+                 *     secret is never kept. On another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
                  *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
                  *     its own: it is given again only answers it got itself, and a key its user's other credentials
@@ -4331,7 +4341,9 @@ export interface operations {
                  *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
                  *     (keys of different users never meet). Within that time, the same key on the same method, path
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
-                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     and the work is not done a second time; a field that held a secret shown once (marked
+                 *     `x-secret`: a webhook's signing secret, a Slack or Discord address) is left out of it, as the
+                 *     secret is never kept. On another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
                  *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
                  *     its own: it is given again only answers it got itself, and a key its user's other credentials
@@ -4480,7 +4492,9 @@ export interface operations {
                  *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
                  *     (keys of different users never meet). Within that time, the same key on the same method, path
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
-                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     and the work is not done a second time; a field that held a secret shown once (marked
+                 *     `x-secret`: a webhook's signing secret, a Slack or Discord address) is left out of it, as the
+                 *     secret is never kept. On another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
                  *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
                  *     its own: it is given again only answers it got itself, and a key its user's other credentials
@@ -4819,7 +4833,9 @@ export interface operations {
                  *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
                  *     (keys of different users never meet). Within that time, the same key on the same method, path
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
-                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     and the work is not done a second time; a field that held a secret shown once (marked
+                 *     `x-secret`: a webhook's signing secret, a Slack or Discord address) is left out of it, as the
+                 *     secret is never kept. On another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
                  *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
                  *     its own: it is given again only answers it got itself, and a key its user's other credentials
@@ -5166,7 +5182,9 @@ export interface operations {
                  *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
                  *     (keys of different users never meet). Within that time, the same key on the same method, path
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
-                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     and the work is not done a second time; a field that held a secret shown once (marked
+                 *     `x-secret`: a webhook's signing secret, a Slack or Discord address) is left out of it, as the
+                 *     secret is never kept. On another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
                  *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
                  *     its own: it is given again only answers it got itself, and a key its user's other credentials
@@ -5432,7 +5450,9 @@ export interface operations {
                  *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
                  *     (keys of different users never meet). Within that time, the same key on the same method, path
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
-                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     and the work is not done a second time; a field that held a secret shown once (marked
+                 *     `x-secret`: a webhook's signing secret, a Slack or Discord address) is left out of it, as the
+                 *     secret is never kept. On another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
                  *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
                  *     its own: it is given again only answers it got itself, and a key its user's other credentials
@@ -5589,7 +5609,9 @@ export interface operations {
                  *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
                  *     (keys of different users never meet). Within that time, the same key on the same method, path
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
-                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     and the work is not done a second time; a field that held a secret shown once (marked
+                 *     `x-secret`: a webhook's signing secret, a Slack or Discord address) is left out of it, as the
+                 *     secret is never kept. On another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
                  *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
                  *     its own: it is given again only answers it got itself, and a key its user's other credentials
@@ -5858,7 +5880,9 @@ export interface operations {
                  *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
                  *     (keys of different users never meet). Within that time, the same key on the same method, path
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
-                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     and the work is not done a second time; a field that held a secret shown once (marked
+                 *     `x-secret`: a webhook's signing secret, a Slack or Discord address) is left out of it, as the
+                 *     secret is never kept. On another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
                  *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
                  *     its own: it is given again only answers it got itself, and a key its user's other credentials
@@ -6351,7 +6375,9 @@ export interface operations {
                  *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
                  *     (keys of different users never meet). Within that time, the same key on the same method, path
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
-                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     and the work is not done a second time; a field that held a secret shown once (marked
+                 *     `x-secret`: a webhook's signing secret, a Slack or Discord address) is left out of it, as the
+                 *     secret is never kept. On another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
                  *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
                  *     its own: it is given again only answers it got itself, and a key its user's other credentials
@@ -6597,7 +6623,9 @@ export interface operations {
                  *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
                  *     (keys of different users never meet). Within that time, the same key on the same method, path
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
-                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     and the work is not done a second time; a field that held a secret shown once (marked
+                 *     `x-secret`: a webhook's signing secret, a Slack or Discord address) is left out of it, as the
+                 *     secret is never kept. On another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
                  *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
                  *     its own: it is given again only answers it got itself, and a key its user's other credentials
@@ -6746,7 +6774,9 @@ export interface operations {
                  *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
                  *     (keys of different users never meet). Within that time, the same key on the same method, path
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
-                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     and the work is not done a second time; a field that held a secret shown once (marked
+                 *     `x-secret`: a webhook's signing secret, a Slack or Discord address) is left out of it, as the
+                 *     secret is never kept. On another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
                  *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
                  *     its own: it is given again only answers it got itself, and a key its user's other credentials
@@ -7013,7 +7043,9 @@ export interface operations {
                  *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
                  *     (keys of different users never meet). Within that time, the same key on the same method, path
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
-                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     and the work is not done a second time; a field that held a secret shown once (marked
+                 *     `x-secret`: a webhook's signing secret, a Slack or Discord address) is left out of it, as the
+                 *     secret is never kept. On another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
                  *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
                  *     its own: it is given again only answers it got itself, and a key its user's other credentials
@@ -7250,7 +7282,9 @@ export interface operations {
                  *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
                  *     (keys of different users never meet). Within that time, the same key on the same method, path
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
-                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     and the work is not done a second time; a field that held a secret shown once (marked
+                 *     `x-secret`: a webhook's signing secret, a Slack or Discord address) is left out of it, as the
+                 *     secret is never kept. On another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
                  *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
                  *     its own: it is given again only answers it got itself, and a key its user's other credentials
@@ -7517,7 +7551,9 @@ export interface operations {
                  *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
                  *     (keys of different users never meet). Within that time, the same key on the same method, path
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
-                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     and the work is not done a second time; a field that held a secret shown once (marked
+                 *     `x-secret`: a webhook's signing secret, a Slack or Discord address) is left out of it, as the
+                 *     secret is never kept. On another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
                  *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
                  *     its own: it is given again only answers it got itself, and a key its user's other credentials
@@ -8411,7 +8447,9 @@ export interface operations {
                  *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
                  *     (keys of different users never meet). Within that time, the same key on the same method, path
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
-                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     and the work is not done a second time; a field that held a secret shown once (marked
+                 *     `x-secret`: a webhook's signing secret, a Slack or Discord address) is left out of it, as the
+                 *     secret is never kept. On another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
                  *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
                  *     its own: it is given again only answers it got itself, and a key its user's other credentials
@@ -8762,7 +8800,9 @@ export interface operations {
                  *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
                  *     (keys of different users never meet). Within that time, the same key on the same method, path
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
-                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     and the work is not done a second time; a field that held a secret shown once (marked
+                 *     `x-secret`: a webhook's signing secret, a Slack or Discord address) is left out of it, as the
+                 *     secret is never kept. On another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
                  *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
                  *     its own: it is given again only answers it got itself, and a key its user's other credentials
@@ -9030,7 +9070,9 @@ export interface operations {
                  *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
                  *     (keys of different users never meet). Within that time, the same key on the same method, path
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
-                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     and the work is not done a second time; a field that held a secret shown once (marked
+                 *     `x-secret`: a webhook's signing secret, a Slack or Discord address) is left out of it, as the
+                 *     secret is never kept. On another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
                  *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
                  *     its own: it is given again only answers it got itself, and a key its user's other credentials
@@ -9158,7 +9200,9 @@ export interface operations {
                  *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
                  *     (keys of different users never meet). Within that time, the same key on the same method, path
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
-                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     and the work is not done a second time; a field that held a secret shown once (marked
+                 *     `x-secret`: a webhook's signing secret, a Slack or Discord address) is left out of it, as the
+                 *     secret is never kept. On another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
                  *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
                  *     its own: it is given again only answers it got itself, and a key its user's other credentials
@@ -9307,7 +9351,9 @@ export interface operations {
                  *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
                  *     (keys of different users never meet). Within that time, the same key on the same method, path
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
-                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     and the work is not done a second time; a field that held a secret shown once (marked
+                 *     `x-secret`: a webhook's signing secret, a Slack or Discord address) is left out of it, as the
+                 *     secret is never kept. On another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
                  *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
                  *     its own: it is given again only answers it got itself, and a key its user's other credentials
@@ -9434,7 +9480,9 @@ export interface operations {
                  *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
                  *     (keys of different users never meet). Within that time, the same key on the same method, path
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
-                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     and the work is not done a second time; a field that held a secret shown once (marked
+                 *     `x-secret`: a webhook's signing secret, a Slack or Discord address) is left out of it, as the
+                 *     secret is never kept. On another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
                  *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
                  *     its own: it is given again only answers it got itself, and a key its user's other credentials
@@ -9780,7 +9828,9 @@ export interface operations {
                  *     one per intended change. The first answer to a key is kept 24 hours for the user who sent it
                  *     (keys of different users never meet). Within that time, the same key on the same method, path
                  *     and body gets that first answer again, same status and body, with `Idempotent-Replayed: true`,
-                 *     and the work is not done a second time; on another method, path or body it is 422
+                 *     and the work is not done a second time; a field that held a secret shown once (marked
+                 *     `x-secret`: a webhook's signing secret, a Slack or Discord address) is left out of it, as the
+                 *     secret is never kept. On another method, path or body it is 422
                  *     `idempotency_key_reused`; while the first request with the key is still being handled, another
                  *     is 409 `idempotency_in_progress`. An API token limited to projects counts as sending requests of
                  *     its own: it is given again only answers it got itself, and a key its user's other credentials

@@ -454,6 +454,114 @@ describe('idempotency keys', () => {
   });
 });
 
+describe('answers that hold a secret', () => {
+  let owner: TestUser;
+  let project: any;
+
+  beforeEach(async () => {
+    owner = await signUp();
+    project = await createProject(owner.token);
+  });
+
+  /** Every column of the user's keys, as one text: what idempotency_keys holds for them. */
+  async function keysText(user: TestUser): Promise<string> {
+    return JSON.stringify(await sql('select * from idempotency_keys where user_id = ?', [user.id]));
+  }
+
+  it("replays a webhook endpoint's creation and its secret's rotation without the secret (and the created url), which idempotency_keys never holds", async () => {
+    const path = projectPath(project.namespace, '/webhooks');
+    const secretPart = `XXXXXXXXXXXXXXXXXXXX${randomUUID().slice(0, 8)}`;
+    // Turned off, so nothing is sent to it while the other tests publish.
+    const body = { url: `https://hooks.slack.com/services/T0001/B0001/${secretPart}`, format: 'slack', enabled: false };
+    const key = randomUUID();
+    const first = await call('POST', path, owner.token, body, keyed(key));
+    const created = expectData(first, 201);
+    expectFresh(first);
+    expect(created.secret).to.match(/^whsec_/);
+    expect(created.url).to.equal(body.url);
+    const { secret: _secret, url: _url, ...shownAgain } = created;
+    for (let i = 0; i < 2; i++) {
+      const replayed = await call('POST', path, owner.token, body, keyed(key));
+      expect(replayed.status, replayed.text).to.equal(201);
+      expect(replayed.headers.get('idempotent-replayed')).to.equal('true');
+      expect(replayed.json).to.deep.equal({ success: true, data: shownAgain });
+    }
+    expect(await count('select count(*)::int as n from webhook_endpoints where project_id = ?', [project.id])).to.equal(1);
+    expect(await keyRow(owner, key)).to.deep.equal({
+      status: 201,
+      body: JSON.stringify({ success: true, data: shownAgain }),
+      claim: null,
+      lease_until: null,
+    });
+
+    const rotatePath = projectPath(project.namespace, `/webhooks/${created.id}/secret`);
+    const rotateKey = randomUUID();
+    const rotated = expectData(await call('POST', rotatePath, owner.token, undefined, keyed(rotateKey)));
+    expect(rotated.secret)
+      .to.match(/^whsec_/)
+      .and.not.equal(created.secret);
+    const replayedRotation = await call('POST', rotatePath, owner.token, undefined, keyed(rotateKey));
+    expect(replayedRotation.status).to.equal(200);
+    expect(replayedRotation.headers.get('idempotent-replayed')).to.equal('true');
+    expect(replayedRotation.json).to.deep.equal({ success: true, data: { previous_expires_at: rotated.previous_expires_at } });
+    // Rotated once: the replay made no third secret.
+    const [stored] = await sql<{ secret: string }>('select secret from webhook_endpoints where id = ?', [created.id]);
+    expect(stored!.secret).to.equal(rotated.secret);
+
+    const kept = await keysText(owner);
+    for (const shownOnce of [created.secret, rotated.secret, secretPart]) expect(kept).to.not.include(shownOnce);
+  });
+
+  it('finds every answer field of a keyed operation that holds a secret marked x-secret in the contract, and optional', () => {
+    type Schema = {
+      $ref?: string;
+      properties?: Record<string, Schema>;
+      required?: string[];
+      allOf?: Schema[];
+      items?: Schema;
+      'x-secret'?: boolean;
+    };
+    const document = contractDocument as unknown as {
+      paths: Record<string, Record<string, { operationId: string; parameters?: { $ref?: string }[]; responses: Record<string, any> }>>;
+      components: { schemas: Record<string, Schema> };
+    };
+    const resolve = (schema: Schema): Schema =>
+      schema.$ref ? resolve(document.components.schemas[schema.$ref.split('/').pop()!]!) : schema;
+    const unmarked: string[] = [];
+    const marked: string[] = [];
+    const walk = (schema: Schema, where: string, seen: Set<Schema>): void => {
+      const resolved = resolve(schema);
+      if (seen.has(resolved)) return;
+      seen.add(resolved);
+      for (const part of resolved.allOf ?? []) walk(part, where, seen);
+      if (resolved.items) walk(resolved.items, `${where}[]`, seen);
+      for (const [name, property] of Object.entries(resolved.properties ?? {})) {
+        const secret = property['x-secret'] === true || resolve(property)['x-secret'] === true;
+        if (secret) {
+          marked.push(`${where}.${name}`);
+          expect(resolved.required ?? [], `${where}.${name} is absent on a replay`).to.not.include(name);
+        } else if (/secret|token|password/i.test(name)) unmarked.push(`${where}.${name}`);
+        walk(property, `${where}.${name}`, seen);
+      }
+    };
+    for (const methods of Object.values(document.paths)) {
+      for (const op of Object.values(methods)) {
+        if (!op.parameters?.some((p) => p.$ref === '#/components/parameters/IdempotencyKey')) continue;
+        for (const [status, response] of Object.entries(op.responses)) {
+          const schema = response.content?.['application/json']?.schema;
+          if (status.startsWith('2') && schema) walk(schema, `${op.operationId} ${status}`, new Set());
+        }
+      }
+    }
+    expect(unmarked).to.deep.equal([]);
+    expect(marked).to.include.members([
+      'createWebhook 201.data.secret',
+      'createWebhook 201.data.url',
+      'rotateWebhookSecret 200.data.secret',
+    ]);
+  });
+});
+
 describe('the service loading its contract', () => {
   it('refuses a contract that declares the key on a route without a credential or with a raw body, which could not honour one', async () => {
     const loads = async (path: string) => {
@@ -468,5 +576,15 @@ describe('the service loading its contract', () => {
     expect(await loads('/v1/projects')).to.equal('loaded');
     expect(await loads('/v1/auth/signup')).to.equal('signup: Idempotency-Key needs a credential and a parsed body');
     expect(await loads('/v1/billing/webhook')).to.equal('stripeWebhook: Idempotency-Key needs a credential and a parsed body');
+  });
+
+  it('refuses a contract that requires an x-secret field, which a replay leaves out', async () => {
+    const document = structuredClone(contractDocument) as unknown as { components: { schemas: Record<string, { required: string[] }> } };
+    document.components.schemas.RotatedWebhookSecret!.required.push('secret');
+    const loaded = await Contract.load(document as never).then(
+      () => 'loaded',
+      (error: Error) => error.message,
+    );
+    expect(loaded).to.equal('rotateWebhookSecret: x-secret secret is required, but a replay leaves it out');
   });
 });

@@ -53,6 +53,12 @@ export interface ContractOperation {
   listQuery: string[];
   /** Declares `Idempotency-Key`: a write the pipeline makes safe to retry (http/idempotency.ts). */
   takesIdempotencyKey: boolean;
+  /**
+   * `x-secret` (spec/secrets.tsp): where its success answers hold a secret shown once, each a path
+   * of property names from the body's root (`*` for every item of a list). An answer recorded for
+   * an `Idempotency-Key` is recorded without them (http/idempotency.ts).
+   */
+  secretFields: string[][];
   /** `x-logsnag`: a LogSnag compatibility route, whose 400s also carry LogSnag's `validation` (envelope.ts). */
   logsnag: boolean;
 }
@@ -66,6 +72,39 @@ function scopeOf(operation: Operation): TokenScope {
   if (typeof scope !== 'string' || !SCOPES.includes(scope))
     throw new Error(`${operation.operationId}: unknown x-scope ${JSON.stringify(scope)}`);
   return scope as TokenScope;
+}
+
+/** A schema of the dereferenced document, as far as `secretFieldsOf` reads it. */
+interface SchemaParts {
+  properties?: Record<string, SchemaParts & { 'x-secret'?: unknown }>;
+  required?: string[];
+  allOf?: SchemaParts[];
+  items?: SchemaParts;
+}
+
+/**
+ * The paths to the `x-secret` fields of the operation's success answers. A replay leaves them out,
+ * so the contract must let them be absent: throws for one it requires.
+ */
+function secretFieldsOf(operation: Operation): string[][] {
+  const found = new Map<string, string[]>();
+  const visit = (schema: SchemaParts, at: string[], within: Set<SchemaParts>): void => {
+    if (within.has(schema)) return;
+    const inside = new Set(within).add(schema);
+    for (const part of schema.allOf ?? []) visit(part, at, inside);
+    if (schema.items) visit(schema.items, [...at, '*'], inside);
+    for (const [name, property] of Object.entries(schema.properties ?? {})) {
+      if (property['x-secret'] !== true) visit(property, [...at, name], inside);
+      else if (schema.required?.includes(name))
+        throw new Error(`${operation.operationId}: x-secret ${name} is required, but a replay leaves it out`);
+      else found.set([...at, name].join('/'), [...at, name]);
+    }
+  };
+  for (const [status, response] of Object.entries(operation.responses ?? {})) {
+    const schema = (response as { content?: Record<string, { schema?: SchemaParts }> }).content?.['application/json']?.schema;
+    if (status.startsWith('2') && schema) visit(schema, [], new Set());
+  }
+  return [...found.values()];
 }
 
 /** What the pipeline reads of one operation; throws for a declaration it could not honour. */
@@ -88,6 +127,7 @@ function readOperation(operation: Operation): ContractOperation {
       'in' in p && p.in === 'query' && p.schema && 'type' in p.schema && p.schema.type === 'array' ? [p.name] : [],
     ),
     takesIdempotencyKey: headerNames.includes(IDEMPOTENCY_KEY),
+    secretFields: secretFieldsOf(operation),
     logsnag: (operation as unknown as Record<string, unknown>)['x-logsnag'] === true,
   };
   // A key belongs to a user and is matched on the parsed body: an anonymous or raw-body route could not honour one.

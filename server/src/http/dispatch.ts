@@ -160,6 +160,7 @@ class Dispatch {
               em: this.em(),
               scope: { userId: caller.userId, key },
               body,
+              secretFields: op.secretFields,
               leaseMs,
               limitedCredential: caller.grant.projectIds ? caller.credentialId : undefined,
             },

@@ -12,6 +12,10 @@
  * - the same key on another request is 422 `idempotency_key_reused`;
  * - while the first request runs, another with its key is 409 `idempotency_in_progress`.
  *
+ * A secret is never recorded: a success is recorded without the fields its operation marks
+ * `x-secret` in the contract (spec/secrets.tsp), so the table of keys never holds a secret shown
+ * once, and a replay answers the same status and body with those fields left out.
+ *
  * What is recorded: the handler's successes and its named 4xx refusals (404, 409 …), which a retry
  * would only repeat. (A refusal's own headers are not: the one handler refusal that has any is the
  * 401 of an account deleted meanwhile, whose keys go with it.) A 5xx, or anything else thrown (a
@@ -65,6 +69,8 @@ export interface KeyedRequest {
   scope: KeyScope;
   /** The body as parsed (undefined when there is none). */
   body: unknown;
+  /** Where the operation's success answers hold a secret (`ContractOperation.secretFields`): never recorded. */
+  secretFields: string[][];
   leaseMs: number;
   /**
    * The id of the credential when it is an API token limited to projects. A replay skips the
@@ -76,7 +82,7 @@ export interface KeyedRequest {
 
 /** Runs `work` once for the request's key: see the top of this file. */
 export async function onceForKey(
-  { ctx, em, scope, body, leaseMs, limitedCredential }: KeyedRequest,
+  { ctx, em, scope, body, secretFields, leaseMs, limitedCredential }: KeyedRequest,
   work: () => Promise<Reply>,
 ): Promise<Reply> {
   const claim = randomUUID();
@@ -105,9 +111,25 @@ export async function onceForKey(
     );
     throw error;
   }
-  const sent = reply.status === 204 ? null : JSON.stringify(successBody(reply));
-  await settle(settleKey(em, scope, claim, { status: reply.status, body: sent }));
+  const recorded = reply.status === 204 ? null : JSON.stringify(withoutSecrets(successBody(reply), secretFields));
+  await settle(settleKey(em, scope, claim, { status: reply.status, body: recorded }));
   return reply;
+}
+
+/** `body` as it is recorded: a copy without the fields at `paths` (`*`: every item of a list), or `body` itself when there are none. */
+function withoutSecrets(body: unknown, paths: string[][]): unknown {
+  if (paths.length === 0) return body;
+  const copy = JSON.parse(JSON.stringify(body)) as unknown;
+  const drop = (value: unknown, path: string[]): void => {
+    if (value === null || typeof value !== 'object') return;
+    const [step, ...rest] = path;
+    if (step === '*') return Array.isArray(value) ? value.forEach((item) => drop(item, rest)) : undefined;
+    const object = value as Record<string, unknown>;
+    if (rest.length === 0) delete object[step!];
+    else drop(object[step!], rest);
+  };
+  for (const path of paths) drop(copy, path);
+  return copy;
 }
 
 /** A recorded answer as the envelope sends it again: the same JSON text (parsing it and serialising it again gives the text back). */

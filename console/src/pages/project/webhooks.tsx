@@ -84,7 +84,7 @@ function CreateWebhook({ project }: { project: Project }) {
   const [feeds, setFeeds] = useState<string[]>([]);
   const [tags, setTags] = useState('');
   const [notifyOnly, setNotifyOnly] = useState(false);
-  const [created, setCreated] = useState<{ url: string; secret: string } | null>(null);
+  const [created, setCreated] = useState<{ url: string; secret: string | undefined } | null>(null);
   const refresh = useRefreshWebhooks(namespace);
   const formatId = useId();
   const notifyId = useId();
@@ -97,7 +97,8 @@ function CreateWebhook({ project }: { project: Project }) {
         filter: { feeds, tags: splitList(tags), notify_only: notifyOnly },
       }),
     onSuccess: async (webhook) => {
-      setCreated({ url: webhook.url, secret: webhook.secret });
+      // A replay (the SDK retried a creation whose answer was lost) holds neither: the url is the one sent.
+      setCreated({ url: webhook.url ?? url, secret: webhook.secret });
       setUrl('');
       setDescription('');
       setFeeds([]);
@@ -172,9 +173,19 @@ function CreateWebhook({ project }: { project: Project }) {
   );
 }
 
-/** A secret the service shows this once, with a copy button (as a new API token). */
-function ShownOnce({ label, secret, children }: { label: string; secret: string; children: ComponentChildren }) {
+/**
+ * A secret the service shows this once, with a copy button (as a new API token). Undefined when the
+ * answer was a replay of a retried request: the service never shows a secret twice.
+ */
+function ShownOnce({ label, secret, children }: { label: string; secret: string | undefined; children: ComponentChildren }) {
   const [copied, setCopied] = useState<string | null>(null);
+  if (secret === undefined) {
+    return (
+      <p class="notice" role="status">
+        Done, but the answer that held the secret was lost, and a secret is shown only once: rotate it to get a new one.
+      </p>
+    );
+  }
   return (
     <div class="new-token" role="status">
       <p>{children}</p>
