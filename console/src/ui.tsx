@@ -1,4 +1,4 @@
-/** Small pieces every page uses: labelled fields, refusals, loading and empty states. */
+/** Small pieces every page uses: text from users, labelled fields, refusals, loading and empty states. */
 import type { ComponentChildren, InputHTMLAttributes } from 'preact';
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import { errorMessage } from './api.ts';
@@ -9,6 +9,76 @@ type InputProps = Omit<InputHTMLAttributes<HTMLInputElement>, 'label' | 'onInput
   onValue: (value: string) => void;
   hint?: string;
 };
+
+/**
+ * The explicit bidi overrides, LEFT-TO-RIGHT OVERRIDE (U+202D) and RIGHT-TO-LEFT OVERRIDE (U+202E):
+ * they draw the letters after them in the forced direction, whatever their own, which is how a name
+ * ending in "gnp.exe" reads "exe.png". They are the one bidi control that changes what Latin text
+ * looks like, so they are shown as their code point instead of applied.
+ */
+const OVERRIDE = /([\u202D\u202E])/;
+const OVERRIDES = /[\u202D\u202E]/g;
+
+function codePoint(char: string): string {
+  return `U+${char.codePointAt(0)!.toString(16).toUpperCase()}`;
+}
+
+/** `text` with its overrides written out as code points, for where only a string goes (the document's title). */
+export function shownText(text: string): string {
+  return text
+    .split(OVERRIDE)
+    .map((part, i) => (i % 2 ? codePoint(part) : part))
+    .join('');
+}
+
+/**
+ * `text` as `shownText`, between FIRST STRONG ISOLATE and POP DIRECTIONAL ISOLATE: the isolate of
+ * `UserText` for text that goes where no element can (a select's options).
+ */
+export function isolatedText(text: string): string {
+  return `\u2068${shownText(text)}\u2069`;
+}
+
+/**
+ * Text someone else chose (a name, a title, a tag, a URL), rendered as text. Every such text goes
+ * through here, so that none can change what is drawn around it: the <bdi> isolates its direction
+ * (what it holds, right-to-left letters or bidi controls, reorders nothing outside it), an override
+ * inside shows as its code point, and the text breaks anywhere rather than push its box wider
+ * (styles.css, `.user-text`).
+ */
+export function UserText({ text, class: className }: { text: string; class?: string }) {
+  const parts = text.split(OVERRIDE);
+  return (
+    <bdi class={className ? `user-text ${className}` : 'user-text'}>
+      {parts.length === 1
+        ? text
+        : parts.map((part, i) =>
+            i % 2 ? (
+              <span key={i} class="bidi-mark" title="A bidirectional override character, shown rather than applied">
+                {codePoint(part)}
+              </span>
+            ) : (
+              part
+            ),
+          )}
+    </bdi>
+  );
+}
+
+/**
+ * An emoji field: a marker meant to be one emoji, which may hold any 32 characters. It is drawn in
+ * a box of fixed width that clips the rest (styles.css, `.emoji`), so a long one never covers the
+ * text beside it; screen readers still read it all. Overrides are left out rather than shown: in
+ * an isolated box one emoji wide they can reorder nothing anyone reads, and their mark would fill
+ * the box. Without an emoji, `fallback`, hidden from screen readers.
+ */
+export function Emoji({ text, fallback = '', class: className }: { text: string | null | undefined; fallback?: string; class?: string }) {
+  return (
+    <span class={className ? `emoji ${className}` : 'emoji'} aria-hidden={text ? undefined : true}>
+      {text ? <UserText text={text.replace(OVERRIDES, '')} /> : fallback}
+    </span>
+  );
+}
 
 /** An input with its label and, optionally, a hint tied to it. */
 export function Field({ label, value, onValue, hint, ...rest }: InputProps) {
@@ -95,7 +165,7 @@ let navigated = false;
 export function PageTitle({ children, title }: { children: ComponentChildren; title: string }) {
   const ref = useRef<HTMLHeadingElement>(null);
   useEffect(() => {
-    document.title = `${title} · Signalboard`;
+    document.title = `${shownText(title)} · Signalboard`;
   }, [title]);
   useEffect(() => {
     if (!navigated) {
@@ -169,12 +239,12 @@ export function IconPicker({
   );
 }
 
-/** An icon from the service, or the first letter on a coloured square. */
+/** An icon from the service, or the first letter of the name on a coloured square. */
 export function Avatar({ src, name, size = 32 }: { src: string | null | undefined; name: string; size?: number }) {
   if (src) return <img class="avatar" src={src} alt="" width={size} height={size} />;
   return (
     <span class="avatar letter" aria-hidden="true">
-      {name.slice(0, 1).toUpperCase()}
+      {Array.from(name)[0]?.toUpperCase()}
     </span>
   );
 }

@@ -6,7 +6,7 @@ import { useLocation } from 'wouter-preact';
 import { sb, type User } from '../api.ts';
 import { ago, formatTime } from '../format.ts';
 import { meKey, signedIn, useMe, useSignOut } from '../session.ts';
-import { ErrorNote, Field, Form, IconPicker, Loading, Notice, PageTitle } from '../ui.tsx';
+import { ErrorNote, Field, Form, IconPicker, Loading, Notice, PageTitle, UserText } from '../ui.tsx';
 import { TokensSection } from './tokens.tsx';
 
 export default function Account() {
@@ -18,7 +18,12 @@ export default function Account() {
     <section>
       <PageTitle title="Account">Account</PageTitle>
       <p>
-        Signed in as <strong>{user.username}</strong> ({user.email}). <a href="#api-tokens">API tokens</a>
+        Signed in as{' '}
+        <strong>
+          <UserText text={user.username} />
+        </strong>{' '}
+        (<UserText text={user.email} />
+        ). <a href="#api-tokens">API tokens</a>
       </p>
       <button type="button" onClick={() => void signOut().then(() => navigate('/login'))}>
         Log out
@@ -146,7 +151,7 @@ function Sessions() {
           {(sessions.data?.items ?? []).map((session) => (
             <li key={session.id} class="row">
               <span class="grow">
-                <strong>{session.current ? 'This browser' : browserName(session.user_agent)}</strong>
+                <strong>{session.current ? 'This browser' : <UserText text={browserName(session.user_agent)} />}</strong>
                 <span class="muted">
                   {' '}
                   · {session.ip ?? 'unknown address'} · opened {formatTime(session.created_at)} · last used{' '}

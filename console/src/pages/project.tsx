@@ -8,7 +8,7 @@ import { useQuery } from '@tanstack/react-query';
 import { lazy, Suspense } from 'preact/compat';
 import { Link, Route, Switch, useRoute } from 'wouter-preact';
 import type { Project } from '../api.ts';
-import { Avatar, ErrorNote, Loading } from '../ui.tsx';
+import { Avatar, ErrorNote, Loading, UserText } from '../ui.tsx';
 import Feed from './project/feed.tsx';
 import { projectQuery } from './project/queries.ts';
 
@@ -57,7 +57,9 @@ export default function ProjectPages({ namespace }: { namespace: string }) {
       <div class="project-head">
         <Avatar src={project.icon} name={project.name} size={36} />
         <div>
-          <div class="project-name">{project.name}</div>
+          <div class="project-name">
+            <UserText text={project.name} />
+          </div>
           <div class="muted">{project.namespace}</div>
         </div>
       </div>

@@ -5,7 +5,7 @@ import { useState } from 'preact/hooks';
 import { Link, useLocation } from 'wouter-preact';
 import { sb } from '../api.ts';
 import { useMe } from '../session.ts';
-import { Avatar, Empty, ErrorNote, Field, Form, IconPicker, Loading, PageTitle } from '../ui.tsx';
+import { Avatar, Empty, ErrorNote, Field, Form, IconPicker, Loading, PageTitle, UserText } from '../ui.tsx';
 
 export const projectsKey = ['projects'] as const;
 
@@ -33,7 +33,7 @@ function ProjectList() {
           <Avatar src={project.icon} name={project.name} size={40} />
           <div>
             <Link href={`/projects/${project.namespace}`} class="card-title">
-              {project.name}
+              <UserText text={project.name} />
             </Link>
             <div class="muted">
               {project.namespace} · {project.members.length} {project.members.length === 1 ? 'member' : 'members'} · {project.feeds.length}{' '}
@@ -132,8 +132,16 @@ function ReceivedInvites() {
           <li key={invite.project.namespace} class="row">
             <Avatar src={invite.project.icon} name={invite.project.name} />
             <span class="grow">
-              <strong>{invite.project.name}</strong> ({invite.project.namespace})
-              {invite.invited_by && <span class="muted"> · from {invite.invited_by.username}</span>}
+              <strong>
+                <UserText text={invite.project.name} />
+              </strong>{' '}
+              ({invite.project.namespace})
+              {invite.invited_by && (
+                <span class="muted">
+                  {' '}
+                  · from <UserText text={invite.invited_by.username} />
+                </span>
+              )}
             </span>
             <button
               type="button"

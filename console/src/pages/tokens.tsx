@@ -4,7 +4,7 @@ import { useAction } from '../mutation.ts';
 import { useState } from 'preact/hooks';
 import { sb, type Schemas } from '../api.ts';
 import { ago, formatTime } from '../format.ts';
-import { Empty, ErrorNote, Field, Form, Loading } from '../ui.tsx';
+import { Empty, ErrorNote, Field, Form, isolatedText, Loading, UserText } from '../ui.tsx';
 
 type Scope = Schemas['ApiTokenScope'];
 type Created = Schemas['CreatedApiToken'];
@@ -61,7 +61,7 @@ export function TokensSection() {
               <option value="">All my projects</option>
               {(projects.data?.items ?? []).map((p) => (
                 <option key={p.id} value={p.namespace}>
-                  {p.name} ({p.namespace})
+                  {isolatedText(p.name)} ({p.namespace})
                 </option>
               ))}
             </select>
@@ -94,7 +94,9 @@ export function TokensSection() {
           {items.map((token) => (
             <li key={token.id} class="row">
               <span class="grow">
-                <strong>{token.name}</strong>
+                <strong>
+                  <UserText text={token.name} />
+                </strong>
                 <span class="muted">
                   {' '}
                   · {token.scopes.join(', ')} · {token.projects ? token.projects.join(', ') : 'all projects'} · made{' '}
@@ -125,7 +127,10 @@ function NewToken({ token }: { token: Created }) {
   return (
     <div class="new-token" role="status">
       <p>
-        <strong>{token.name}</strong>: copy it now, it is not shown again.
+        <strong>
+          <UserText text={token.name} />
+        </strong>
+        : copy it now, it is not shown again.
       </p>
       <div class="token-row">
         <code class="token" aria-label="The new token">

@@ -1,8 +1,9 @@
 /** /projects/{namespace}/activity: who changed what in the project, newest first, a page at a time. */
 import { useInfiniteQuery } from '@tanstack/react-query';
+import { Fragment } from 'preact';
 import { sb } from '../../api.ts';
 import { ago, formatTime } from '../../format.ts';
-import { Empty, ErrorNote, Loading, PageTitle } from '../../ui.tsx';
+import { Empty, ErrorNote, Loading, PageTitle, UserText } from '../../ui.tsx';
 import type { ProjectPageProps } from '../project.tsx';
 
 export default function Activity({ project }: ProjectPageProps) {
@@ -26,8 +27,18 @@ export default function Activity({ project }: ProjectPageProps) {
           {entries.map((entry) => (
             <li key={entry.id} class="row">
               <span class="grow">
-                <strong>{entry.actor?.username ?? 'system'}</strong> <code>{entry.type}</code>
-                <span class="muted"> {describe(entry.data)}</span>
+                <strong>
+                  <UserText text={entry.actor?.username ?? 'system'} />
+                </strong>{' '}
+                <code>{entry.type}</code>
+                <span class="muted">
+                  {describe(entry.data).map(([key, value], i) => (
+                    <Fragment key={key}>
+                      {i ? ', ' : ' '}
+                      {key}: <UserText text={value} />
+                    </Fragment>
+                  ))}
+                </span>
               </span>
               <time class="muted" dateTime={entry.created_at} title={formatTime(entry.created_at)}>
                 {ago(entry.created_at)}
@@ -45,9 +56,10 @@ export default function Activity({ project }: ProjectPageProps) {
   );
 }
 
-/** The entry's data as `key: value` text. */
-function describe(data: Record<string, unknown>): string {
-  return Object.entries(data)
-    .map(([key, value]) => `${key}: ${typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value)}`)
-    .join(', ');
+/** The entry's data as `[key, value]` texts: each value is someone's text, isolated on its own when shown. */
+function describe(data: Record<string, unknown>): [string, string][] {
+  return Object.entries(data).map(([key, value]) => [
+    key,
+    typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value),
+  ]);
 }

@@ -4,11 +4,12 @@
  * only one that carries uPlot.
  */
 import { useQuery } from '@tanstack/react-query';
+import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { sb, type Schemas } from '../../api.ts';
-import { Empty, ErrorNote, Loading, PageTitle } from '../../ui.tsx';
+import { Empty, ErrorNote, Loading, PageTitle, UserText } from '../../ui.tsx';
 import type { ProjectPageProps } from '../project.tsx';
 
 type Interval = Schemas['CountInterval'];
@@ -58,7 +59,11 @@ export default function Charts({ project }: ProjectPageProps) {
             <Chart
               key={s.feed}
               name={`Events per ${meta.per} in feed ${s.feed ?? ''}, ${meta.span}`}
-              title={`#${s.feed ?? ''}`}
+              title={
+                <>
+                  #<UserText text={s.feed ?? ''} />
+                </>
+              }
               series={s}
             />
           ))}
@@ -81,7 +86,7 @@ function sumSeries(series: Series[]): Series | null {
   };
 }
 
-function Chart({ name, title, series }: { name: string; title: string; series: Series }) {
+function Chart({ name, title, series }: { name: string; title: ComponentChildren; series: Series }) {
   const target = useRef<HTMLDivElement>(null);
   const total = series.buckets.reduce((sum, b) => sum + b.count, 0);
   useEffect(() => {

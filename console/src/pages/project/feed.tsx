@@ -7,7 +7,7 @@ import { useInfiniteQuery, useQueryClient, type InfiniteData } from '@tanstack/r
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { useSearchParams } from 'wouter-preact';
 import type { Event, Schemas } from '../../api.ts';
-import { Empty, ErrorNote, Field, Form, Loading, PageTitle } from '../../ui.tsx';
+import { Empty, ErrorNote, Field, Form, isolatedText, Loading, PageTitle } from '../../ui.tsx';
 import type { ProjectPageProps } from '../project.tsx';
 import { EventList } from './event-list.tsx';
 import { matches, type Filters } from './filters.ts';
@@ -148,7 +148,7 @@ function FilterForm({ project, filters, onApply }: ProjectPageProps & { filters:
             <option value="">All feeds</option>
             {project.feeds.map((f) => (
               <option key={f.id} value={f.name}>
-                {f.emoji ? `${f.emoji} ` : ''}
+                {f.emoji ? `${isolatedText(f.emoji)} ` : ''}
                 {f.name}
               </option>
             ))}

@@ -3,7 +3,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { useAction } from '../../mutation.ts';
 import { useState } from 'preact/hooks';
 import { sb, type Feed } from '../../api.ts';
-import { ErrorNote, Field, Form, PageTitle } from '../../ui.tsx';
+import { Emoji, ErrorNote, Field, Form, PageTitle, UserText } from '../../ui.tsx';
 import type { ProjectPageProps } from '../project.tsx';
 import { projectKey } from './queries.ts';
 
@@ -67,12 +67,17 @@ function FeedRow({ namespace, feed }: { namespace: string; feed: Feed }) {
     );
   return (
     <li class="row">
-      <span class="feed-emoji" aria-hidden={feed.emoji ? undefined : true}>
-        {feed.emoji ?? '#'}
-      </span>
+      <Emoji class="feed-emoji" text={feed.emoji} fallback="#" />
       <span class="grow">
-        <strong>{feed.name}</strong>
-        {feed.description && <span class="muted"> · {feed.description}</span>}
+        <strong>
+          <UserText text={feed.name} />
+        </strong>
+        {feed.description && (
+          <span class="muted">
+            {' '}
+            · <UserText text={feed.description} />
+          </span>
+        )}
       </span>
       <ErrorNote error={remove.error} />
       <button type="button" class="secondary" aria-label={`Edit feed ${feed.name}`} onClick={() => setEditing(true)}>

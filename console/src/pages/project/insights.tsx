@@ -4,7 +4,7 @@ import { useAction } from '../../mutation.ts';
 import { useState } from 'preact/hooks';
 import { sb } from '../../api.ts';
 import { ago, formatTime, formatValue } from '../../format.ts';
-import { Empty, ErrorNote, Field, Form, Loading, PageTitle } from '../../ui.tsx';
+import { Emoji, Empty, ErrorNote, Field, Form, Loading, PageTitle, UserText } from '../../ui.tsx';
 import type { ProjectPageProps } from '../project.tsx';
 
 export default function Insights({ project }: ProjectPageProps) {
@@ -31,10 +31,12 @@ export default function Insights({ project }: ProjectPageProps) {
           {items.map((insight) => (
             <li key={insight.id} class="tile">
               <div class="tile-title">
-                {insight.emoji ? `${insight.emoji} ` : ''}
-                {insight.title}
+                {insight.emoji && <Emoji text={insight.emoji} />}
+                <UserText class="insight-title" text={insight.title} />
               </div>
-              <div class="tile-value">{formatValue(insight.value)}</div>
+              <div class="tile-value">
+                <UserText text={formatValue(insight.value)} />
+              </div>
               <div class="muted small">
                 updated{' '}
                 <time dateTime={insight.updated_at} title={formatTime(insight.updated_at)}>

@@ -8,7 +8,7 @@ import { useState } from 'preact/hooks';
 import { useLocation } from 'wouter-preact';
 import { sb } from '../../api.ts';
 import { useMe } from '../../session.ts';
-import { Avatar, Empty, ErrorNote, Field, Form, Notice, PageTitle } from '../../ui.tsx';
+import { Avatar, Empty, ErrorNote, Field, Form, Notice, PageTitle, UserText } from '../../ui.tsx';
 import type { ProjectPageProps } from '../project.tsx';
 import { projectKey } from './queries.ts';
 
@@ -41,7 +41,10 @@ export default function Members({ project }: ProjectPageProps) {
           <li key={member.id} class="row">
             <Avatar src={member.icon} name={member.username} />
             <span class="grow">
-              <strong>{member.username}</strong> <span class="muted">{member.role}</span>
+              <strong>
+                <UserText text={member.username} />
+              </strong>{' '}
+              <span class="muted">{member.role}</span>
               {member.id === user?.id && <span class="muted"> (you)</span>}
             </span>
             {isOwner && member.role !== 'owner' && (
@@ -129,7 +132,11 @@ function Invites({ namespace, isOwner }: { namespace: string; isOwner: boolean }
           </button>
         </Form>
       )}
-      {sent && <Notice>Invited {sent}.</Notice>}
+      {sent && (
+        <Notice>
+          Invited <UserText text={sent} />.
+        </Notice>
+      )}
       <ErrorNote error={invites.error ?? cancel.error} />
       {items.length === 0 ? (
         <Empty>No pending invites.</Empty>
@@ -139,8 +146,15 @@ function Invites({ namespace, isOwner }: { namespace: string; isOwner: boolean }
             <li key={pending.id} class="row">
               <Avatar src={pending.user.icon} name={pending.user.username} />
               <span class="grow">
-                <strong>{pending.user.username}</strong>
-                {pending.invited_by && <span class="muted"> · invited by {pending.invited_by.username}</span>}
+                <strong>
+                  <UserText text={pending.user.username} />
+                </strong>
+                {pending.invited_by && (
+                  <span class="muted">
+                    {' '}
+                    · invited by <UserText text={pending.invited_by.username} />
+                  </span>
+                )}
               </span>
               {isOwner && (
                 <button

@@ -5,7 +5,7 @@ import { useState } from 'preact/hooks';
 import { useLocation } from 'wouter-preact';
 import { errorMessage, isApiError, sb, statusOf } from '../../api.ts';
 import { useMe } from '../../session.ts';
-import { ErrorNote, Field, Form, IconPicker, Notice, PageTitle } from '../../ui.tsx';
+import { ErrorNote, Field, Form, IconPicker, Notice, PageTitle, UserText } from '../../ui.tsx';
 import type { ProjectPageProps } from '../project.tsx';
 import { projectKey } from './queries.ts';
 
@@ -24,8 +24,8 @@ export default function Settings({ project }: ProjectPageProps) {
         </>
       ) : (
         <p>
-          Only the project's owner, {project.members.find((m) => m.role === 'owner')?.username ?? 'who created it'}, changes its name, icon
-          and billing. You can leave the project on its Members page.
+          Only the project's owner, <UserText text={project.members.find((m) => m.role === 'owner')?.username ?? 'who created it'} />,
+          changes its name, icon and billing. You can leave the project on its Members page.
         </p>
       )}
     </section>

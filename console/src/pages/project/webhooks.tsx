@@ -9,7 +9,7 @@ import { useId, useState } from 'preact/hooks';
 import { sb, type Project, type Schemas } from '../../api.ts';
 import { ago, formatTime } from '../../format.ts';
 import { useAction } from '../../mutation.ts';
-import { Empty, ErrorNote, Field, Form, Loading, PageTitle } from '../../ui.tsx';
+import { Empty, ErrorNote, Field, Form, Loading, PageTitle, UserText } from '../../ui.tsx';
 import type { ProjectPageProps } from '../project.tsx';
 
 type Webhook = Schemas['WebhookEndpoint'];
@@ -144,7 +144,7 @@ function CreateWebhook({ project }: { project: Project }) {
                   setFeeds((list) => (checked ? [...list, feed.name] : list.filter((name) => name !== feed.name)));
                 }}
               />{' '}
-              {feed.name}
+              <UserText text={feed.name} />
             </label>
           ))}
         </fieldset>
@@ -166,7 +166,11 @@ function CreateWebhook({ project }: { project: Project }) {
       </Form>
       {created && (
         <ShownOnce label="The new signing secret" secret={created.secret}>
-          Signing secret of <strong>{created.url}</strong>: copy it now, it is not shown again.
+          Signing secret of{' '}
+          <strong>
+            <UserText text={created.url} />
+          </strong>
+          : copy it now, it is not shown again.
         </ShownOnce>
       )}
     </section>
@@ -245,8 +249,15 @@ function WebhookRow({ namespace, webhook }: { namespace: string; webhook: Webhoo
   return (
     <li class="row webhook">
       <span class="grow">
-        <strong>{webhook.url}</strong>
-        {webhook.description && <span class="muted"> · {webhook.description}</span>}
+        <strong>
+          <UserText text={webhook.url} />
+        </strong>
+        {webhook.description && (
+          <span class="muted">
+            {' '}
+            · <UserText text={webhook.description} />
+          </span>
+        )}
         <br />
         <span class="muted small">
           <span class={webhook.enabled ? 'state ok' : 'state off'}>{state}</span> · {webhook.format} · {webhook.pending_deliveries}{' '}
@@ -311,8 +322,11 @@ function WebhookRow({ namespace, webhook }: { namespace: string; webhook: Webhoo
         {testResult && <TestOutcome result={testResult} />}
         {rotated && (
           <ShownOnce label="The new signing secret" secret={rotated.secret}>
-            New signing secret of <strong>{webhook.url}</strong>: copy it now, it is not shown again. The old one signs beside it until{' '}
-            {formatTime(rotated.previous_expires_at)}.
+            New signing secret of{' '}
+            <strong>
+              <UserText text={webhook.url} />
+            </strong>
+            : copy it now, it is not shown again. The old one signs beside it until {formatTime(rotated.previous_expires_at)}.
           </ShownOnce>
         )}
         <div id={logId} hidden={!showLog}>
