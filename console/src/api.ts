@@ -31,3 +31,8 @@ export function statusOf(error: unknown): number {
 export function isApiError(error: unknown, code: string): boolean {
   return error instanceof SignalboardApiError && error.code === code;
 }
+
+/** The service refused the request for what it holds at `path` (a detail of its 400, e.g. `/query/group_by`). */
+export function refusedAt(error: unknown, path: string): boolean {
+  return error instanceof SignalboardError && error.details?.some((detail) => detail.path === path) === true;
+}

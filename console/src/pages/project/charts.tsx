@@ -8,7 +8,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { sb, type Schemas } from '../../api.ts';
+import { refusedAt, sb, type Schemas } from '../../api.ts';
 import { Empty, ErrorNote, Loading, PageTitle, UserText } from '../../ui.tsx';
 import type { ProjectPageProps } from '../project.tsx';
 
@@ -27,12 +27,13 @@ export default function Charts({ project }: ProjectPageProps) {
   const [interval, setInterval] = useState<Interval>('hour');
   const counts = useQuery({
     queryKey: ['counts', project.namespace, interval, zone],
-    queryFn: () => sb.events.counts(project.namespace, { interval, tz: zone, group_by: 'feed' }),
+    queryFn: () => chartCounts(project.namespace, interval),
     refetchInterval: 30_000,
   });
   const meta = INTERVALS.find((i) => i.value === interval)!;
   const series = counts.data?.series ?? [];
   const total = sumSeries(series);
+  const perFeed = series.filter((s) => s.feed !== null);
   return (
     <section>
       <PageTitle title={`${project.name}: charts`}>Charts</PageTitle>
@@ -48,6 +49,9 @@ export default function Charts({ project }: ProjectPageProps) {
       </div>
       <p class="muted">Times in {counts.data?.tz ?? zone}.</p>
       <ErrorNote error={counts.error} />
+      {counts.data && perFeed.length === 0 && series.length > 0 ? (
+        <p class="muted">Too many feeds to chart each one by the {meta.per}: choose longer buckets to see them one by one.</p>
+      ) : null}
       {counts.isLoading ? (
         <Loading what="Loading counts" />
       ) : !total ? (
@@ -55,7 +59,7 @@ export default function Charts({ project }: ProjectPageProps) {
       ) : (
         <div class="charts">
           <Chart name={`Events per ${meta.per}, all feeds, ${meta.span}`} title="All feeds" series={total} />
-          {series.map((s) => (
+          {perFeed.map((s) => (
             <Chart
               key={s.feed}
               name={`Events per ${meta.per} in feed ${s.feed ?? ''}, ${meta.span}`}
@@ -71,6 +75,19 @@ export default function Charts({ project }: ProjectPageProps) {
       )}
     </section>
   );
+}
+
+/**
+ * The counts per feed; or, when the service refuses so many counts in one answer (400 at
+ * `/query/group_by`: buckets × feeds past its bound), all feeds together in one series.
+ */
+async function chartCounts(namespace: string, interval: Interval): Promise<Schemas['EventCounts']> {
+  try {
+    return await sb.events.counts(namespace, { interval, tz: zone, group_by: 'feed' });
+  } catch (error) {
+    if (!refusedAt(error, '/query/group_by')) throw error;
+    return sb.events.counts(namespace, { interval, tz: zone });
+  }
 }
 
 /** The feeds' series added up, bucket by bucket (they share their buckets). */
