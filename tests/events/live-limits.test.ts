@@ -144,7 +144,12 @@ describe('live streams: the heartbeat checks access in one statement, whatever t
       console.log('      skipped: statements are counted where the pg driver sends them to a PostgreSQL server');
       this.skip();
     }
-    server = await startExtraServer({ MAX_STREAMS_PER_USER: '1000', LIVE_HEARTBEAT_MS: '250', HTTP_MAX_CONNECTIONS: '1100' });
+    server = await startExtraServer({
+      MAX_STREAMS_PER_USER: '1000',
+      LIVE_HEARTBEAT_MS: '250',
+      HTTP_MAX_CONNECTIONS: '1100',
+      HTTP_MAX_CONNECTIONS_PER_ADDRESS: '1100',
+    });
     const { token, namespace } = await ownerOn(server);
     for (let i = 0; i < 1000; i += 100) {
       streams.push(...(await Promise.all(Array.from({ length: 100 }, () => RawStream.open(streamUrl(server!.url, namespace), { token })))));
