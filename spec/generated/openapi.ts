@@ -1481,12 +1481,36 @@ export interface components {
         CreatedWebhookEndpoint: {
             /** Format: date-time */
             created_at: string;
+            /**
+             * @description The member it answers to: who made it, or since then gave it a new `url` or turned it on
+             *     again (`enabled: true`). When that member leaves the project, is removed or deletes its
+             *     account, the endpoint is turned off (`creator_left`). Null for an endpoint whose member's
+             *     account was deleted, or made before the service recorded makers.
+             */
+            created_by: {
+                /** @description Address of the member's icon image, `{CDN_URL}/icons/<sha256>.png`, or null when there is none. */
+                icon: string | null;
+                id: components["schemas"]["Id"];
+                /**
+                 * @description `owner` for the project's creator (exactly one per project), `member` otherwise. Absent where no project is in view.
+                 * @enum {string}
+                 */
+                role?: "owner" | "member";
+                username: string;
+            } | null;
             description: string | null;
             /**
-             * @description Why the service turned it off: `gone` (it answered 410), `failing` (every delivery failed for 3
-             *     days in a row), `backlog` (10,000 deliveries waited for it: nothing more was queued; enabling
-             *     it again queues, from the stored events, what came while it was off). Null when it is enabled
-             *     or a member turned it off.
+             * @description Why the service turned it off; null when it is enabled or a member turned it off:
+             *     - `gone`: it answered 410;
+             *     - `failing`: every delivery failed for 3 days in a row;
+             *     - `backlog`: 10,000 deliveries waited for it: nothing more was queued; enabling it again
+             *     queues, from the stored events, what came while it was off;
+             *     - `creator_left`: the member it answered to (`created_by`) left the project, was removed or
+             *     deleted its account; the deliveries waiting for it are not sent. A member who turns it on
+             *     again, seeing where it sends, answers for it from then on.
+             *
+             *     A string rather than an enum: OpenAPI 3.0 validators refuse null in an enum that does not list
+             *     it, and TypeSpec does not list it. Clients should treat a value they do not know as "off".
              */
             disabled_reason: string | null;
             enabled: boolean;
@@ -2306,6 +2330,7 @@ export interface components {
              * @description `false` stops deliveries (those waiting stay, and go once enabled again). `true` on an
              *     endpoint the service turned off clears `disabled_reason` and queues again, from the stored
              *     events (within retention), every `event.created` since it was turned off that matches its filter.
+             *     `true` on an endpoint that was off, or a new `url`, makes the caller the member it answers to (`created_by`).
              */
             enabled?: boolean;
             /** @description Replaces the whole filter. */
@@ -2392,12 +2417,36 @@ export interface components {
         WebhookEndpoint: {
             /** Format: date-time */
             created_at: string;
+            /**
+             * @description The member it answers to: who made it, or since then gave it a new `url` or turned it on
+             *     again (`enabled: true`). When that member leaves the project, is removed or deletes its
+             *     account, the endpoint is turned off (`creator_left`). Null for an endpoint whose member's
+             *     account was deleted, or made before the service recorded makers.
+             */
+            created_by: {
+                /** @description Address of the member's icon image, `{CDN_URL}/icons/<sha256>.png`, or null when there is none. */
+                icon: string | null;
+                id: components["schemas"]["Id"];
+                /**
+                 * @description `owner` for the project's creator (exactly one per project), `member` otherwise. Absent where no project is in view.
+                 * @enum {string}
+                 */
+                role?: "owner" | "member";
+                username: string;
+            } | null;
             description: string | null;
             /**
-             * @description Why the service turned it off: `gone` (it answered 410), `failing` (every delivery failed for 3
-             *     days in a row), `backlog` (10,000 deliveries waited for it: nothing more was queued; enabling
-             *     it again queues, from the stored events, what came while it was off). Null when it is enabled
-             *     or a member turned it off.
+             * @description Why the service turned it off; null when it is enabled or a member turned it off:
+             *     - `gone`: it answered 410;
+             *     - `failing`: every delivery failed for 3 days in a row;
+             *     - `backlog`: 10,000 deliveries waited for it: nothing more was queued; enabling it again
+             *     queues, from the stored events, what came while it was off;
+             *     - `creator_left`: the member it answered to (`created_by`) left the project, was removed or
+             *     deleted its account; the deliveries waiting for it are not sent. A member who turns it on
+             *     again, seeing where it sends, answers for it from then on.
+             *
+             *     A string rather than an enum: OpenAPI 3.0 validators refuse null in an enum that does not list
+             *     it, and TypeSpec does not list it. Clients should treat a value they do not know as "off".
              */
             disabled_reason: string | null;
             enabled: boolean;

@@ -88,6 +88,7 @@ describe('the console’s webhooks page in a browser', function () {
     const row = page.getByRole('list', { name: 'Webhook endpoints' }).getByRole('listitem').filter({ hasText: ENDPOINT });
     await row.getByText('Orders <b>team</b>').waitFor();
     await row.getByText('enabled', { exact: true }).waitFor();
+    await row.getByText(`made by ${owner.username}`).waitFor();
     const [endpoint] = (await sdk.webhooks.list(namespace).page()).items;
     expect(endpoint).to.deep.include({ url: ENDPOINT, description: 'Orders <b>team</b>', format: 'standard', enabled: true });
     expect(endpoint!.filter).to.deep.include({ feeds: ['general'], tags: ['plan:pro'], notify_only: false });

@@ -20,6 +20,16 @@ export async function lockProjectRow(tx: EntityManager, projectId: string, stren
   return (await query(tx, PROJECT_LOCKS[strength], [projectId])).length > 0;
 }
 
+/**
+ * Locks the user's membership row of the project FOR KEY SHARE until `tx` ends; false when the
+ * user is no member. A departure deletes that row, so it waits for `tx`, or `tx` finds no row.
+ */
+export async function lockMembershipRow(tx: EntityManager, projectId: string, userId: string): Promise<boolean> {
+  return (
+    (await query(tx, 'select 1 from project_members where project_id = ? and user_id = ? for key share', [projectId, userId])).length > 0
+  );
+}
+
 /** Locks the user's row FOR NO KEY UPDATE until `tx` ends; false when there is no such row. */
 export async function lockUserRow(tx: EntityManager, userId: string): Promise<boolean> {
   return (await query(tx, 'select 1 from users where id = ? for no key update', [userId])).length > 0;

@@ -21,7 +21,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DeadlockException, type EntityManager } from '@mikro-orm/postgresql';
-import { lockProjectRow, lockUserRow, type RowLockStrength } from './row-locks.js';
+import { lockMembershipRow, lockProjectRow, lockUserRow, type RowLockStrength } from './row-locks.js';
 import { projectNotFound, Unauthenticated, Unavailable } from '../errors.js';
 
 /**
@@ -57,6 +57,17 @@ export async function lockUser(tx: EntityManager, userId: string): Promise<void>
   requireTransaction(tx);
   // The account is gone (and with it the credential this request came with).
   if (!(await lockUserRow(tx, userId))) throw new Unauthenticated();
+}
+
+/**
+ * Locks the user's membership of the project until `tx` ends (taken after the project's row), for
+ * a write that makes something answer to that member (a webhook endpoint): a departure, which
+ * deletes the membership and then ends what answers to the member, either waits for `tx` and then
+ * sees what it wrote, or has committed first and `tx` answers 404, as to any non-member.
+ */
+export async function lockMembership(tx: EntityManager, projectId: string, userId: string): Promise<void> {
+  requireTransaction(tx);
+  if (!(await lockMembershipRow(tx, projectId, userId))) throw projectNotFound();
 }
 
 const ATTEMPTS = 3;

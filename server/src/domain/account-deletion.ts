@@ -1,8 +1,9 @@
 /**
  * Deleting an account: the projects it owns alone go with it (each as a project's own delete goes,
  * subscription first), its places in other projects and its pending invites are given up with the
- * activity those changes always write, and the user's row goes last, taking its sessions and API
- * tokens with it by the schema's cascades (activity it wrote keeps existing, its actor set to null).
+ * activity those changes always write (what it left in those projects ends with its place there,
+ * departure.ts), and the user's row goes last, taking its sessions and API tokens with it by the
+ * schema's cascades (activity it wrote keeps existing, its actor set to null).
  *
  * One transaction, in the lock order of transaction.ts: the user's row, then the projects it owns
  * (FOR UPDATE, in id order), then the other projects it touches (KEY SHARE, in id order). Whether an
@@ -27,6 +28,7 @@ import {
 import { lockUser, transaction, writeChanges } from '../db/transaction.js';
 import { OwnsProjects } from '../errors.js';
 import { recordActivity, type ActivityType } from './activity.js';
+import { endWhatTheMemberLeft } from './departure.js';
 import { deleteProjectIn, type SubscriptionCanceller } from './projects.js';
 
 /** What went with the account, for the announcements that end live streams at once. */
@@ -71,8 +73,12 @@ export async function deleteAccount(em: EntityManager, billing: SubscriptionCanc
     for (const row of givenUp) {
       // A row someone else removed meanwhile was recorded by that removal.
       if (!(await row.remove(tx))) continue;
-      recordActivity(tx, projectReference(tx, row.projectId), user, row.type, { username: row.username });
-      if (row.type === 'member.left') left.add(row.projectId);
+      const project = projectReference(tx, row.projectId);
+      recordActivity(tx, project, user, row.type, { username: row.username });
+      if (row.type !== 'member.left') continue;
+      left.add(row.projectId);
+      // Memberships come first among the rows: the invites this revokes are then found gone below.
+      await endWhatTheMemberLeft(tx, { project, user });
     }
     await writeChanges(tx);
 

@@ -29,6 +29,7 @@ import { Conflict, Forbidden, NotFound } from '../errors.js';
 import { confirmAccess } from './access.js';
 import { queueChange } from '../db/repositories/webhooks.js';
 import { recordActivity } from './activity.js';
+import { endWhatTheMemberLeft } from './departure.js';
 import type { ChangeShapes } from './webhooks.js';
 import { refuseAtCap, type Limits } from './limits.js';
 import { loadProject, type ProjectView } from './projects.js';
@@ -45,7 +46,8 @@ const memberNotFound = () => new NotFound('No member with this username.');
 const names = (username: string, user: User) => username.toLowerCase() === user.username;
 
 /**
- * The owner removes a member, or a member removes itself (leaves). The owner stays. Returns the
+ * The owner removes a member, or a member removes itself (leaves). The owner stays. What the
+ * member left behind there ends with it, in the same transaction (departure.ts). Returns the
  * removed user's id. Of concurrent removals of one member, only the one whose statement removed
  * the row answers 204 and records it. Removing another member is the owner's: 403 `not_owner`
  * once the caller no longer owns the project.
@@ -65,6 +67,8 @@ export async function removeFromProject(
     if (!target) throw memberNotFound();
     if (target.role === 'owner') throw new Conflict('owner_cannot_leave', 'The owner cannot leave or be removed from its project.');
     if (!(await deleteMembership(tx, target.id))) throw memberNotFound();
+    // First: the departing member's own endpoints are not sent its `member.left`.
+    await endWhatTheMemberLeft(tx, { project, user: target.user });
     recordActivity(tx, project, actor, leaving ? 'member.left' : 'member.removed', { username: target.user.username });
     await queueChange(tx, project.id, 'member.left', shapes.member(target.user, target.role));
     await writeChanges(tx);

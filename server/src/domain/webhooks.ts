@@ -37,7 +37,7 @@ import {
   type WebhookFilter,
   type WebhookFormat,
 } from '../db/repositories/webhooks.js';
-import { lockProject, transaction } from '../db/transaction.js';
+import { lockMembership, lockProject, transaction } from '../db/transaction.js';
 import { Conflict, InvalidRequest, NotFound } from '../errors.js';
 import type { MailOutbox } from '../mail/outbox.js';
 import { checkUrl, RefusedAddress } from '../webhooks/address-guard.js';
@@ -140,7 +140,11 @@ export function endpointById(em: EntityManager, project: Project, id: string): P
   return endpointOf(em, project, id);
 }
 
-/** Adds an endpoint with a new secret; 409 `limit_reached` past the project's cap. */
+/**
+ * Adds an endpoint with a new secret, answering to its maker: it is turned off when the maker's
+ * membership ends (departure.ts), which `lockMembership` keeps from slipping past a concurrent
+ * departure. 409 `limit_reached` past the project's cap.
+ */
 export async function addEndpoint(
   em: EntityManager,
   actor: User,
@@ -155,6 +159,7 @@ export async function addEndpoint(
   const secret = newSecret();
   return transaction(em, async (tx) => {
     await lockProject(tx, project.id, 'no key update');
+    await lockMembership(tx, project.id, actor.id);
     const count = await countEndpoints(tx, project.id);
     refuseAtCap(limits, 'webhooksPerProject', count, `This project has ${count} webhook endpoints`);
     const endpoint = await insertEndpoint(tx, {
@@ -166,6 +171,7 @@ export async function addEndpoint(
       filter: filterOf(filter),
       enabled: enabled ?? true,
       secret,
+      createdBy: actor.id,
     });
     recordActivity(tx, project, actor, 'webhook.created', { webhook: endpoint.id, url: shownUrl(endpoint.url, endpoint.format) });
     return { endpoint, secret };
@@ -184,7 +190,8 @@ function refuseUnmasking(from: WebhookFormat, to: WebhookFormat | undefined, url
 
 /**
  * Changes an endpoint. Enabling one the service turned off queues again, from the stored events,
- * what it missed since (`recover`), in the same transaction.
+ * what it missed since (`recover`), in the same transaction. Whoever gives it a new address or
+ * turns it on chooses where it sends: it answers to that member from then on (its `createdBy`).
  */
 export async function editEndpoint(
   em: EntityManager,
@@ -198,14 +205,18 @@ export async function editEndpoint(
   const _everyField: Record<string, never> = unhandled;
   const checked = url === undefined ? undefined : checkedUrl(url, settings);
   return transaction(em, async (tx) => {
+    await lockProject(tx, project.id, 'key share');
+    await lockMembership(tx, project.id, actor.id);
     const before = await endpointOf(tx, project, id, true);
     refuseUnmasking(before.format, format, checked);
+    const redirected = (checked !== undefined && checked !== before.url) || (enabled === true && !before.enabled);
     const after = await updateEndpoint(tx, id, {
       url: checked ?? before.url,
       description: description === undefined ? before.description : description,
       format: format ?? before.format,
       filter: filter === undefined ? before.filter : filterOf(filter),
       enabled: enabled ?? before.enabled,
+      createdBy: redirected ? actor.id : (before.createdBy?.id ?? null),
     });
     // What it missed: from the first event the backlog's cap left out, or the events stored since it was turned off.
     const recovered = enabled === true && !before.enabled && before.disabledReason !== null && before.disabledAt !== null;

@@ -15,28 +15,31 @@ import {
 } from '../domain/webhooks.js';
 import { presentCreatedWebhook, presentDelivery, presentRotatedSecret, presentTestResult, presentWebhook } from '../presenters/webhooks.js';
 
-export const listWebhooks: Handler<'listWebhooks'> = async ({ params, query, caller, em }) => {
+export const listWebhooks: Handler<'listWebhooks'> = async ({ params, query, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'webhook.list');
   const page = pageRequest(query);
-  return { status: 200, data: toPage(await endpointsOf(em, project, page), page.limit, presentWebhook) };
+  return {
+    status: 200,
+    data: toPage(await endpointsOf(em, project, page), page.limit, (endpoint) => presentWebhook(endpoint, services.icons)),
+  };
 };
 
 export const createWebhook: Handler<'createWebhook'> = async ({ params, body, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'webhook.create');
   const created = await addEndpoint(em, caller.user, project, body, services.config.webhooks, services.config.limits);
-  return { status: 201, data: presentCreatedWebhook(created) };
+  return { status: 201, data: presentCreatedWebhook(created, services.icons) };
 };
 
-export const getWebhook: Handler<'getWebhook'> = async ({ params, caller, em }) => {
+export const getWebhook: Handler<'getWebhook'> = async ({ params, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'webhook.read');
-  return { status: 200, data: presentWebhook(await endpointById(em, project, params.webhook_id)) };
+  return { status: 200, data: presentWebhook(await endpointById(em, project, params.webhook_id), services.icons) };
 };
 
 export const updateWebhook: Handler<'updateWebhook'> = async ({ params, body, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'webhook.update');
   const endpoint = await editEndpoint(em, caller.user, project, params.webhook_id, body, services.config.webhooks);
   services.webhooks.wake();
-  return { status: 200, data: presentWebhook(endpoint) };
+  return { status: 200, data: presentWebhook(endpoint, services.icons) };
 };
 
 export const deleteWebhook: Handler<'deleteWebhook'> = async ({ params, caller, em }) => {

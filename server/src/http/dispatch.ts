@@ -158,7 +158,7 @@ class Dispatch {
             {
               ctx,
               em: this.em(),
-              scope: { userId: caller.userId, key },
+              scope: { userId: caller.userId, key, namespace: this.#params.namespace },
               body,
               secretFields: op.secretFields,
               leaseMs,

@@ -3,10 +3,11 @@ import type { components } from '../../../spec/generated/openapi.js';
 import { shownUrl } from '../domain/webhook-urls.js';
 import type { DeliveryRow, EndpointRow } from '../domain/webhooks.js';
 import type { AttemptResult } from '../webhooks/send.js';
+import { presentMember, type IconUrls } from './project.js';
 
 type Schemas = components['schemas'];
 
-export function presentWebhook(endpoint: EndpointRow): Schemas['WebhookEndpoint'] {
+export function presentWebhook(endpoint: EndpointRow, icons: IconUrls): Schemas['WebhookEndpoint'] {
   const { types, feeds, tags, notifyOnly } = endpoint.filter;
   return {
     id: endpoint.id,
@@ -16,14 +17,18 @@ export function presentWebhook(endpoint: EndpointRow): Schemas['WebhookEndpoint'
     filter: { types, feeds, tags, notify_only: notifyOnly },
     enabled: endpoint.enabled,
     disabled_reason: endpoint.disabledReason,
+    created_by: endpoint.createdBy ? presentMember(endpoint.createdBy, icons) : null,
     pending_deliveries: endpoint.pending,
     created_at: endpoint.createdAt.toISOString(),
   };
 }
 
-export function presentCreatedWebhook({ endpoint, secret }: { endpoint: EndpointRow; secret: string }): Schemas['CreatedWebhookEndpoint'] {
+export function presentCreatedWebhook(
+  { endpoint, secret }: { endpoint: EndpointRow; secret: string },
+  icons: IconUrls,
+): Schemas['CreatedWebhookEndpoint'] {
   // The one answer that shows a Slack or Discord address whole (domain/webhook-urls.ts).
-  return { ...presentWebhook(endpoint), url: endpoint.url, secret };
+  return { ...presentWebhook(endpoint, icons), url: endpoint.url, secret };
 }
 
 export function presentRotatedSecret({

@@ -28,6 +28,7 @@ const REASONS: Record<string, string> = {
   gone: 'turned off by the service: the endpoint answered 410 Gone',
   failing: 'turned off by the service: every delivery failed for 3 days',
   backlog: 'turned off by the service: 10,000 deliveries waited for it',
+  creator_left: 'turned off by the service: the member it answered to left the project; enabling it makes you that member',
 };
 
 /** Deliveries in each page of the log. */
@@ -263,6 +264,12 @@ function WebhookRow({ namespace, webhook }: { namespace: string; webhook: Webhoo
           <span class={webhook.enabled ? 'state ok' : 'state off'}>{state}</span> · {webhook.format} · {webhook.pending_deliveries}{' '}
           {webhook.pending_deliveries === 1 ? 'delivery' : 'deliveries'} waiting · {describeFilter(webhook.filter)} · made{' '}
           {formatTime(webhook.created_at)}
+          {webhook.created_by && (
+            <>
+              {' '}
+              · made by <UserText text={webhook.created_by.username} />
+            </>
+          )}
         </span>
       </span>
       <span class="buttons">

@@ -1,7 +1,8 @@
 /**
  * The statements of `Idempotency-Key`s (table `idempotency_keys`; the flow is http/idempotency.ts).
  * Each runs on its own, never inside the request's transaction: a claim must be seen by every
- * instance at once, and must outlast a transaction that rolls back. Every time is the database's
+ * instance at once, and must outlast a transaction that rolls back. (`forgetKeysIn` is the one that
+ * runs inside a transaction: a departure's, whose fate its keys share.) Every time is the database's
  * clock (`now()`), so instances whose clocks differ agree on what is expired.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -11,6 +12,8 @@ import { query } from '../raw.js';
 export interface KeyScope {
   userId: string;
   key: string;
+  /** The project the request names in its path, if any: its keys end with the user's membership there (`forgetKeysIn`). */
+  namespace?: string | undefined;
 }
 
 /** The answer recorded for a key: `body` is the JSON sent, null for a 204. */
@@ -27,10 +30,10 @@ export type KeyState =
 // counts as new, whatever it was used for), or when it is still unanswered past its lease and
 // claimed again for the same request (the instance handling it is presumed gone). The one-statement
 // upsert settles a race between instances: one claim wins, the others find its row.
-const CLAIM = `insert into idempotency_keys as k (user_id, key, fingerprint, created_at, claim, lease_until)
-  values (?, ?, ?, now(), ?, now() + ?::float8 * interval '1 millisecond')
+const CLAIM = `insert into idempotency_keys as k (user_id, key, fingerprint, created_at, claim, lease_until, project_id)
+  values (?, ?, ?, now(), ?, now() + ?::float8 * interval '1 millisecond', (select id from projects where namespace = ?))
   on conflict (user_id, key) do update
-    set fingerprint = excluded.fingerprint, created_at = excluded.created_at, claim = excluded.claim,
+    set fingerprint = excluded.fingerprint, created_at = excluded.created_at, claim = excluded.claim, project_id = excluded.project_id,
       lease_until = excluded.lease_until, status = null, body = null
     where k.created_at <= now() - ?::float8 * interval '1 millisecond'
       or (k.claim is not null and k.lease_until <= now() and k.fingerprint = excluded.fingerprint)
@@ -49,7 +52,7 @@ export async function claimKey(
   leaseMs: number,
   lifetimeMs: number,
 ): Promise<boolean> {
-  const rows = await query(em, CLAIM, [scope.userId, scope.key, fingerprint, claim, leaseMs, lifetimeMs]);
+  const rows = await query(em, CLAIM, [scope.userId, scope.key, fingerprint, claim, leaseMs, scope.namespace ?? null, lifetimeMs]);
   return rows.length > 0;
 }
 
@@ -102,4 +105,13 @@ const PRUNE = `with gone as (
 export async function deleteExpiredKeys(em: EntityManager, lifetimeMs: number, limit: number): Promise<number> {
   const [row] = await query<{ n: number }>(em, PRUNE, [lifetimeMs, limit]);
   return row!.n;
+}
+
+/**
+ * Deletes the user's keys of requests that named the project, as the user's membership there
+ * ends (in the departure's transaction): no answer recorded there is replayed to a non-member. A
+ * request holding one of them meanwhile records nothing (`RECORD` finds no row).
+ */
+export async function forgetKeysIn(em: EntityManager, departure: { projectId: string; userId: string }): Promise<void> {
+  await query(em, 'delete from idempotency_keys where user_id = ? and project_id = ?', [departure.userId, departure.projectId]);
 }

@@ -302,6 +302,11 @@ export function invitesReceivedBy(em: EntityManager, userId: string): Promise<Pr
   return em.find(ProjectInvite, { user: userId });
 }
 
+/** The pending invites to the project that `userId` sent, with their invitees. */
+export function invitesSentIn(em: EntityManager, projectId: string, userId: string): Promise<ProjectInvite[]> {
+  return em.find(ProjectInvite, { project: projectId, invitedBy: userId }, { populate: ['user'] });
+}
+
 /** The pending invites `userId` sent to others, with their invitees. */
 export function invitesSentBy(em: EntityManager, userId: string): Promise<ProjectInvite[]> {
   return em.find(ProjectInvite, { invitedBy: userId, user: { $ne: userId } }, { populate: ['user'] });

@@ -23,7 +23,7 @@ export const MAX_PENDING = 10_000;
 export const KEPT_ATTEMPTS = 20;
 
 export type WebhookFormat = 'standard' | 'slack' | 'discord';
-export type DisabledReason = 'gone' | 'failing' | 'backlog';
+export type DisabledReason = 'gone' | 'failing' | 'backlog' | 'creator_left';
 export type WebhookType = 'event.created' | 'insight.updated' | 'member.joined' | 'member.left' | 'project.updated';
 
 export interface WebhookFilter {
@@ -31,6 +31,13 @@ export interface WebhookFilter {
   feeds: string[];
   tags: string[];
   notifyOnly: boolean;
+}
+
+/** A person as an endpoint shows it: its username and icon (the icon store's key, or null). */
+export interface EndpointMaker {
+  id: string;
+  username: string;
+  icon: string | null;
 }
 
 export interface EndpointRow {
@@ -49,6 +56,8 @@ export interface EndpointRow {
   secrets: string[];
   pending: number;
   createdAt: Date;
+  /** The member it answers to: who made it or last chose where it sends; null when unknown or the account is gone. */
+  createdBy: EndpointMaker | null;
 }
 
 interface EndpointColumns {
@@ -68,12 +77,14 @@ interface EndpointColumns {
   secrets: string[];
   pending: number;
   created_at: string;
+  created_by: EndpointMaker | null;
 }
 
 // to_json: the times as ISO 8601, whatever text format the connection's type parsers leave them in.
 const ENDPOINT_COLUMNS = `w.id, w.project_id, w.url, w.description, w.format, w.types, w.feeds, w.tags, w.notify_only, w.enabled,
   w.disabled_reason, to_json(w.disabled_at) #>> '{}' as disabled_at, w.missed_from_event, w.pending, to_json(w.created_at) #>> '{}' as created_at,
-  case when w.previous_secret_expires_at > now() then array[w.secret, w.previous_secret] else array[w.secret] end as secrets`;
+  case when w.previous_secret_expires_at > now() then array[w.secret, w.previous_secret] else array[w.secret] end as secrets,
+  (select json_build_object('id', u.id, 'username', u.username, 'icon', u.icon) from users u where u.id = w.created_by) as created_by`;
 
 function endpointRow(row: EndpointColumns): EndpointRow {
   return {
@@ -90,6 +101,7 @@ function endpointRow(row: EndpointColumns): EndpointRow {
     secrets: row.secrets,
     pending: row.pending,
     createdAt: new Date(row.created_at),
+    createdBy: row.created_by,
   };
 }
 
@@ -132,14 +144,16 @@ export interface NewEndpoint {
   filter: WebhookFilter;
   enabled: boolean;
   secret: string;
+  /** The member who makes it. */
+  createdBy: string;
 }
 
 /** Adds an endpoint; answers it as stored. */
 export async function insertEndpoint(em: EntityManager, e: NewEndpoint): Promise<EndpointRow> {
   const [row] = await query<EndpointColumns>(
     em,
-    `insert into webhook_endpoints as w (id, project_id, url, description, format, types, feeds, tags, notify_only, enabled, secret, created_at)
-     values (?, ?, ?, ?, ?, ?::text[], ?::text[], ?::text[], ?, ?, ?, now()) returning ${ENDPOINT_COLUMNS}`,
+    `insert into webhook_endpoints as w (id, project_id, url, description, format, types, feeds, tags, notify_only, enabled, secret, created_by, created_at)
+     values (?, ?, ?, ?, ?, ?::text[], ?::text[], ?::text[], ?, ?, ?, ?, now()) returning ${ENDPOINT_COLUMNS}`,
     [
       e.id,
       e.projectId,
@@ -152,6 +166,7 @@ export async function insertEndpoint(em: EntityManager, e: NewEndpoint): Promise
       e.filter.notifyOnly,
       e.enabled,
       e.secret,
+      e.createdBy,
     ],
   );
   return endpointRow(row!);
@@ -164,6 +179,8 @@ export interface EndpointChanges {
   format: WebhookFormat;
   filter: WebhookFilter;
   enabled: boolean;
+  /** The member it answers to from now on (the caller keeps it or names another). */
+  createdBy: string | null;
 }
 
 /** Writes the endpoint's settings (its row locked by the caller); answers it as stored. */
@@ -171,7 +188,7 @@ export async function updateEndpoint(em: EntityManager, id: string, c: EndpointC
   const [row] = await query<EndpointColumns>(
     em,
     `update webhook_endpoints w set url = ?, description = ?, format = ?, types = ?::text[], feeds = ?::text[], tags = ?::text[],
-       notify_only = ?, enabled = ?,
+       notify_only = ?, enabled = ?, created_by = ?,
        disabled_reason = case when ? then null else w.disabled_reason end,
        disabled_at = case when ? then null else w.disabled_at end,
        missed_from_event = case when ? then null else w.missed_from_event end,
@@ -186,6 +203,7 @@ export async function updateEndpoint(em: EntityManager, id: string, c: EndpointC
       c.filter.tags,
       c.filter.notifyOnly,
       c.enabled,
+      c.createdBy,
       c.enabled,
       c.enabled,
       c.enabled,
@@ -209,6 +227,26 @@ export async function replaceSecret(em: EntityManager, id: string, secret: strin
     secret,
     id,
   ]);
+}
+
+/**
+ * Turns off the project's enabled endpoints that answer to `userId`, as that member's place in the
+ * project ends (in the departure's transaction), each with its `webhook.disabled` entry
+ * (`creator_left`) written by the same statement. Their waiting deliveries stay, unsent while the
+ * endpoint is off (`claimDue` takes only enabled endpoints'). Answers how many it turned off.
+ */
+export async function disableEndpointsOf(em: EntityManager, departure: { projectId: string; userId: string }): Promise<number> {
+  const [row] = await query<{ n: number }>(
+    em,
+    `with turned_off as (
+       update webhook_endpoints w set enabled = false, disabled_reason = 'creator_left', disabled_at = now()
+       where w.project_id = ? and w.created_by = ? and w.enabled
+       returning w.id, w.project_id, w.url
+     ), noticed as (${disabledNotices('turned_off', "'creator_left'")})
+     select count(*)::int as n from turned_off`,
+    [departure.projectId, departure.userId],
+  );
+  return row!.n;
 }
 
 // ---------- Queueing ----------
@@ -446,7 +484,7 @@ export interface DisabledEndpoint {
   id: string;
   projectId: string;
   url: string;
-  reason: Exclude<DisabledReason, 'backlog'>;
+  reason: Exclude<DisabledReason, 'backlog' | 'creator_left'>;
 }
 
 /**
