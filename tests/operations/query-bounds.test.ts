@@ -58,7 +58,9 @@ function boundsOn(label: string, server: () => Server) {
       const cheap = await timed(() => ask(projectPath(namespace)));
       expect(cheap.value.status).to.equal(200);
       const slowest = Math.max(...(await Promise.all(worst)).map((answer) => answer.ms));
-      console.log(`      six of the worst: 400, the slowest in ${slowest.toFixed(0)} ms; the project beside them: ${cheap.ms.toFixed(0)} ms`);
+      console.log(
+        `      six of the worst: 400, the slowest in ${slowest.toFixed(0)} ms; the project beside them: ${cheap.ms.toFixed(0)} ms`,
+      );
       // Before the bound, the cheap request waited behind the worst ones for seconds (PostgreSQL's
       // statement timeout, 5 s) or minutes (the embedded database, which had none).
       expect(cheap.ms).to.be.below(2_000);
