@@ -7,15 +7,16 @@ import type { ComponentChildren } from 'preact';
 import { lazy, Suspense } from 'preact/compat';
 import { Link, Redirect, Route, Switch, useLocation } from 'wouter-preact';
 import { isApiError, statusOf } from './api.ts';
-import { preload } from './pages/project/queries.ts';
-import { meKey, meQuery, useMe, useSignOut } from './session.ts';
+import { cachedMe, meQuery, setMe } from './queries/account.ts';
+import { prefetchProjectPage } from './queries/projects.ts';
+import { useMe, useSignOut } from './session.ts';
 import { prepareFormats } from './format.ts';
 import logo from './favicon.svg';
 import { Loading } from './ui.tsx';
 
 /** A session that ended meanwhile (logged out elsewhere, revoked, expired): back to the login page. */
 const sessionEnded = (error: unknown) => {
-  if (isApiError(error, 'unauthenticated') && queryClient.getQueryData(meKey)) queryClient.setQueryData(meKey, null);
+  if (isApiError(error, 'unauthenticated') && cachedMe(queryClient)) setMe(queryClient, null);
 };
 
 const queryClient: QueryClient = new QueryClient({
@@ -53,7 +54,7 @@ function preloadProject(namespace: string) {
   preloaded = pathname + search;
   const page = /^\/projects\/[^/]+(.*)$/.exec(pathname)?.[1] ?? '';
   void loadProjectPages();
-  preload(queryClient, namespace, page, search);
+  prefetchProjectPage(queryClient, namespace, page, search);
   setTimeout(prepareFormats);
 }
 

@@ -5,7 +5,9 @@ import { useState } from 'preact/hooks';
 import { useLocation } from 'wouter-preact';
 import { sb, type User } from '../api.ts';
 import { ago, formatTime } from '../format.ts';
-import { meKey, signedIn, useMe, useSignOut } from '../session.ts';
+import { invalidateSessions, sessionsQuery, setMe } from '../queries/account.ts';
+import { invalidateEveryProject } from '../queries/projects.ts';
+import { signedIn, useMe, useSignOut } from '../session.ts';
 import { ErrorNote, Field, Form, IconPicker, Loading, Notice, PageTitle, UserText } from '../ui.tsx';
 import { TokensSection } from './tokens.tsx';
 
@@ -46,8 +48,8 @@ function Profile({ user }: { user: User }) {
     mutationFn: (body: { username?: string; icon?: string | null }) => sb.users.update(body),
     onSuccess: (updated) => {
       setIcon(null);
-      client.setQueryData(meKey, updated);
-      void client.invalidateQueries({ queryKey: ['project'] });
+      setMe(client, updated);
+      void invalidateEveryProject(client);
     },
   });
   return (
@@ -108,7 +110,7 @@ function Password() {
     onSuccess: () => {
       setCurrent('');
       setNext('');
-      void client.invalidateQueries({ queryKey: ['sessions'] });
+      void invalidateSessions(client);
     },
   });
   return (
@@ -129,7 +131,7 @@ function Password() {
 
 function Sessions() {
   const client = useQueryClient();
-  const sessions = useQuery({ queryKey: ['sessions'], queryFn: () => sb.sessions.list({ limit: 100 }).page() });
+  const sessions = useQuery(sessionsQuery);
   const [, navigate] = useLocation();
   const revoke = useAction({
     mutationFn: (id: string) => sb.sessions.delete(id),
@@ -137,7 +139,7 @@ function Sessions() {
       if (sessions.data?.items.find((s) => s.id === id)?.current) {
         signedIn(client, null);
         navigate('/login');
-      } else void client.invalidateQueries({ queryKey: ['sessions'] });
+      } else void invalidateSessions(client);
     },
   });
   return (

@@ -4,10 +4,10 @@ import { useAction } from '../mutation.ts';
 import { useState } from 'preact/hooks';
 import { Link, useLocation } from 'wouter-preact';
 import { sb } from '../api.ts';
+import { invalidateReceivedInvites, receivedInvitesQuery } from '../queries/invites.ts';
+import { invalidateProjects, projectsQuery } from '../queries/projects.ts';
 import { useMe } from '../session.ts';
 import { Avatar, Empty, ErrorNote, Field, Form, IconPicker, Loading, PageTitle, UserText } from '../ui.tsx';
-
-export const projectsKey = ['projects'] as const;
 
 export default function Projects() {
   return (
@@ -21,7 +21,7 @@ export default function Projects() {
 }
 
 function ProjectList() {
-  const projects = useQuery({ queryKey: projectsKey, queryFn: () => sb.projects.list({ limit: 100 }).page() });
+  const projects = useQuery(projectsQuery);
   if (projects.isLoading) return <Loading what="Loading projects" />;
   if (projects.error) return <ErrorNote error={projects.error} />;
   const items = projects.data?.items ?? [];
@@ -56,7 +56,7 @@ function CreateProject() {
   const mutation = useAction({
     mutationFn: () => sb.projects.create({ name, namespace, ...(icon ? { icon } : {}) }),
     onSuccess: (project) => {
-      void client.invalidateQueries({ queryKey: projectsKey });
+      void invalidateProjects(client);
       navigate(`/projects/${project.namespace}`);
     },
   });
@@ -107,18 +107,16 @@ function slug(name: string): string {
     .replace(/-+$/, '');
 }
 
-export const receivedInvitesKey = ['received-invites'] as const;
-
 function ReceivedInvites() {
   const { user } = useMe();
   const client = useQueryClient();
-  const invites = useQuery({ queryKey: receivedInvitesKey, queryFn: () => sb.users.listReceivedInvites({ limit: 100 }).page() });
+  const invites = useQuery(receivedInvitesQuery);
   const answer = useAction({
     mutationFn: ({ namespace, accept }: { namespace: string; accept: boolean }) =>
       accept ? sb.invites.accept(namespace, user!.username) : sb.invites.delete(namespace, user!.username),
     onSuccess: () => {
-      void client.invalidateQueries({ queryKey: receivedInvitesKey });
-      void client.invalidateQueries({ queryKey: projectsKey });
+      void invalidateReceivedInvites(client);
+      void invalidateProjects(client);
     },
   });
   const items = invites.data?.items ?? [];

@@ -4,6 +4,8 @@ import { useAction } from '../mutation.ts';
 import { useState } from 'preact/hooks';
 import { sb, type Schemas } from '../api.ts';
 import { ago, formatTime } from '../format.ts';
+import { projectsQuery } from '../queries/projects.ts';
+import { invalidateTokens, tokensQuery } from '../queries/tokens.ts';
 import { Empty, ErrorNote, Field, Form, isolatedText, Loading, UserText } from '../ui.tsx';
 
 type Scope = Schemas['ApiTokenScope'];
@@ -18,8 +20,8 @@ const SCOPES: { value: Scope; label: string }[] = [
 
 export function TokensSection() {
   const client = useQueryClient();
-  const tokens = useQuery({ queryKey: ['tokens'], queryFn: () => sb.tokens.list({ limit: 100 }).page() });
-  const projects = useQuery({ queryKey: ['projects'], queryFn: () => sb.projects.list({ limit: 100 }).page() });
+  const tokens = useQuery(tokensQuery);
+  const projects = useQuery(projectsQuery);
   const [name, setName] = useState('');
   const [project, setProject] = useState('');
   const [scope, setScope] = useState<Scope>('all');
@@ -29,12 +31,12 @@ export function TokensSection() {
     onSuccess: (token) => {
       setCreated(token);
       setName('');
-      void client.invalidateQueries({ queryKey: ['tokens'] });
+      void invalidateTokens(client);
     },
   });
   const revoke = useAction({
     mutationFn: (id: string) => sb.tokens.delete(id),
-    onSuccess: () => client.invalidateQueries({ queryKey: ['tokens'] }),
+    onSuccess: () => invalidateTokens(client),
   });
   const items = tokens.data?.items ?? [];
   return (

@@ -1,18 +1,13 @@
 /** /projects/{namespace}/activity: who changed what in the project, newest first, a page at a time. */
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { Fragment } from 'preact';
-import { sb } from '../../api.ts';
 import { ago, formatTime } from '../../format.ts';
+import { activityQuery } from '../../queries/activity.ts';
 import { Empty, ErrorNote, Loading, PageTitle, UserText } from '../../ui.tsx';
 import type { ProjectPageProps } from '../project.tsx';
 
 export default function Activity({ project }: ProjectPageProps) {
-  const activity = useInfiniteQuery({
-    queryKey: ['activity', project.namespace],
-    queryFn: ({ pageParam }) => sb.activity.list(project.namespace, { limit: 50, ...(pageParam ? { cursor: pageParam } : {}) }).page(),
-    initialPageParam: undefined as string | undefined,
-    getNextPageParam: (page) => page.next_cursor ?? undefined,
-  });
+  const activity = useInfiniteQuery(activityQuery(project.namespace));
   const entries = activity.data?.pages.flatMap((page) => page.items) ?? [];
   return (
     <section>

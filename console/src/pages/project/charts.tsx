@@ -8,7 +8,8 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { refusedAt, sb, type Schemas } from '../../api.ts';
+import type { Schemas } from '../../api.ts';
+import { countsQuery, zone } from '../../queries/counts.ts';
 import { Empty, ErrorNote, Loading, PageTitle, UserText } from '../../ui.tsx';
 import type { ProjectPageProps } from '../project.tsx';
 
@@ -21,15 +22,9 @@ const INTERVALS: { value: Interval; label: string; per: string; span: string }[]
   { value: 'day', label: 'Days (last 30 days)', per: 'day', span: 'over the last 30 days' },
 ];
 
-const zone = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
-
 export default function Charts({ project }: ProjectPageProps) {
   const [interval, setInterval] = useState<Interval>('hour');
-  const counts = useQuery({
-    queryKey: ['counts', project.namespace, interval, zone],
-    queryFn: () => chartCounts(project.namespace, interval),
-    refetchInterval: 30_000,
-  });
+  const counts = useQuery({ ...countsQuery(project.namespace, interval), refetchInterval: 30_000 });
   const meta = INTERVALS.find((i) => i.value === interval)!;
   const series = counts.data?.series ?? [];
   const total = sumSeries(series);
@@ -75,19 +70,6 @@ export default function Charts({ project }: ProjectPageProps) {
       )}
     </section>
   );
-}
-
-/**
- * The counts per feed; or, when the service refuses so many counts in one answer (400 at
- * `/query/group_by`: buckets × feeds past its bound), all feeds together in one series.
- */
-async function chartCounts(namespace: string, interval: Interval): Promise<Schemas['EventCounts']> {
-  try {
-    return await sb.events.counts(namespace, { interval, tz: zone, group_by: 'feed' });
-  } catch (error) {
-    if (!refusedAt(error, '/query/group_by')) throw error;
-    return sb.events.counts(namespace, { interval, tz: zone });
-  }
 }
 
 /** The feeds' series added up, bucket by bucket (they share their buckets). */

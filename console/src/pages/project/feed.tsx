@@ -3,16 +3,16 @@
  * query cache, "Load more" follows the cursor); new events arrive on the live stream, are filtered
  * here as the service would, and go on top. Only the rows in view are rendered.
  */
-import { useInfiniteQuery, useQueryClient, type InfiniteData } from '@tanstack/react-query';
+import { useInfiniteQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { useSearchParams } from 'wouter-preact';
-import type { Event, Schemas } from '../../api.ts';
+import type { Event } from '../../api.ts';
 import { Empty, ErrorNote, Field, Form, isolatedText, Loading, PageTitle } from '../../ui.tsx';
+import { filtersOf, historyQuery, keepFirstHistoryPage } from '../../queries/events.ts';
 import type { ProjectPageProps } from '../project.tsx';
 import { EventList } from './event-list.tsx';
 import { matches, type Filters } from './filters.ts';
 import { useLiveEvents } from './live.ts';
-import { filtersOf, historyQuery } from './queries.ts';
 import { useNotifications } from './notify.tsx';
 
 export default function FeedPage({ project }: ProjectPageProps) {
@@ -26,12 +26,9 @@ export default function FeedPage({ project }: ProjectPageProps) {
   // Live events left the list for its cap: read the history again from its first page, so that
   // "Load more" goes on from the newest events and reaches those too.
   const client = useQueryClient();
-  const historyKey = ['events', project.namespace, filterKey];
   useEffect(() => {
     if (live.dropped === 0) return;
-    client.setQueryData<InfiniteData<Schemas['EventPage'], string | undefined>>(historyKey, (data) =>
-      data ? { pages: data.pages.slice(0, 1), pageParams: data.pageParams.slice(0, 1) } : data,
-    );
+    keepFirstHistoryPage(client, project.namespace, filters);
     void history.refetch();
   }, [live.dropped]);
 

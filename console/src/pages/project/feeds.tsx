@@ -1,11 +1,10 @@
 /** /projects/{namespace}/feeds: the project's feeds; create, edit and delete them. */
-import { useQueryClient } from '@tanstack/react-query';
 import { useAction } from '../../mutation.ts';
 import { useState } from 'preact/hooks';
 import { sb, type Feed } from '../../api.ts';
+import { useInvalidateProject } from '../../queries/projects.ts';
 import { Emoji, ErrorNote, Field, Form, PageTitle, UserText } from '../../ui.tsx';
 import type { ProjectPageProps } from '../project.tsx';
-import { projectKey } from './queries.ts';
 
 export default function Feeds({ project }: ProjectPageProps) {
   return (
@@ -24,17 +23,12 @@ export default function Feeds({ project }: ProjectPageProps) {
   );
 }
 
-function useRefreshProject(namespace: string) {
-  const client = useQueryClient();
-  return () => client.invalidateQueries({ queryKey: projectKey(namespace) });
-}
-
 function FeedRow({ namespace, feed }: { namespace: string; feed: Feed }) {
   const [editing, setEditing] = useState(false);
   const [name, setName] = useState(feed.name);
   const [description, setDescription] = useState(feed.description ?? '');
   const [emoji, setEmoji] = useState(feed.emoji ?? '');
-  const refresh = useRefreshProject(namespace);
+  const refresh = useInvalidateProject(namespace);
   const update = useAction({
     mutationFn: () =>
       sb.feeds.update(namespace, feed.name, {
@@ -102,7 +96,7 @@ function CreateFeed({ namespace }: { namespace: string }) {
   const [name, setName] = useState('');
   const [description, setDescription] = useState('');
   const [emoji, setEmoji] = useState('');
-  const refresh = useRefreshProject(namespace);
+  const refresh = useInvalidateProject(namespace);
   const create = useAction({
     mutationFn: () => sb.feeds.create(namespace, { name, ...(description ? { description } : {}), ...(emoji ? { emoji } : {}) }),
     onSuccess: async () => {

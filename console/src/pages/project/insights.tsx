@@ -4,16 +4,12 @@ import { useAction } from '../../mutation.ts';
 import { useState } from 'preact/hooks';
 import { sb } from '../../api.ts';
 import { ago, formatTime, formatValue } from '../../format.ts';
+import { insightsQuery, invalidateInsights } from '../../queries/insights.ts';
 import { Emoji, Empty, ErrorNote, Field, Form, Loading, PageTitle, UserText } from '../../ui.tsx';
 import type { ProjectPageProps } from '../project.tsx';
 
 export default function Insights({ project }: ProjectPageProps) {
-  const key = ['insights', project.namespace];
-  const insights = useQuery({
-    queryKey: key,
-    queryFn: () => sb.insights.list(project.namespace, { limit: 100 }).page(),
-    refetchInterval: 5_000,
-  });
+  const insights = useQuery({ ...insightsQuery(project.namespace), refetchInterval: 5_000 });
   const items = insights.data?.items ?? [];
   return (
     <section>
@@ -47,12 +43,12 @@ export default function Insights({ project }: ProjectPageProps) {
           ))}
         </ul>
       )}
-      <CreateInsight namespace={project.namespace} queryKey={key} />
+      <CreateInsight namespace={project.namespace} />
     </section>
   );
 }
 
-function CreateInsight({ namespace, queryKey }: { namespace: string; queryKey: string[] }) {
+function CreateInsight({ namespace }: { namespace: string }) {
   const [title, setTitle] = useState('');
   const [value, setValue] = useState('0');
   const [emoji, setEmoji] = useState('');
@@ -68,7 +64,7 @@ function CreateInsight({ namespace, queryKey }: { namespace: string; queryKey: s
     },
     onSuccess: () => {
       setTitle('');
-      void client.invalidateQueries({ queryKey });
+      void invalidateInsights(client, namespace);
     },
   });
   return (

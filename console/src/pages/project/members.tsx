@@ -7,23 +7,23 @@ import { useAction } from '../../mutation.ts';
 import { useState } from 'preact/hooks';
 import { useLocation } from 'wouter-preact';
 import { sb } from '../../api.ts';
+import { invalidateProjectInvites, projectInvitesQuery } from '../../queries/invites.ts';
+import { projectGone, useInvalidateProject } from '../../queries/projects.ts';
 import { useMe } from '../../session.ts';
 import { Avatar, Empty, ErrorNote, Field, Form, Notice, PageTitle, UserText } from '../../ui.tsx';
 import type { ProjectPageProps } from '../project.tsx';
-import { projectKey } from './queries.ts';
 
 export default function Members({ project }: ProjectPageProps) {
   const { user } = useMe();
   const client = useQueryClient();
   const [, navigate] = useLocation();
   const isOwner = project.members.some((m) => m.role === 'owner' && m.id === user?.id);
-  const refresh = () => client.invalidateQueries({ queryKey: projectKey(project.namespace) });
+  const refresh = useInvalidateProject(project.namespace);
   const remove = useAction({
     mutationFn: (username: string) => sb.members.remove(project.namespace, username),
     onSuccess: async (_done, username) => {
       if (username === user?.username) {
-        client.removeQueries({ queryKey: projectKey(project.namespace) });
-        await client.invalidateQueries({ queryKey: ['projects'] });
+        await projectGone(client, project.namespace);
         navigate('~/projects');
       } else await refresh();
     },
@@ -95,9 +95,8 @@ export default function Members({ project }: ProjectPageProps) {
 }
 
 function Invites({ namespace, isOwner }: { namespace: string; isOwner: boolean }) {
-  const key = ['invites', namespace];
   const client = useQueryClient();
-  const invites = useQuery({ queryKey: key, queryFn: () => sb.invites.list(namespace, { limit: 100 }).page() });
+  const invites = useQuery(projectInvitesQuery(namespace));
   const [username, setUsername] = useState('');
   const [sent, setSent] = useState<string | null>(null);
   const invite = useAction({
@@ -105,12 +104,12 @@ function Invites({ namespace, isOwner }: { namespace: string; isOwner: boolean }
     onSuccess: async () => {
       setSent(username);
       setUsername('');
-      await client.invalidateQueries({ queryKey: key });
+      await invalidateProjectInvites(client, namespace);
     },
   });
   const cancel = useAction({
     mutationFn: (invitee: string) => sb.invites.delete(namespace, invitee),
-    onSuccess: () => client.invalidateQueries({ queryKey: key }),
+    onSuccess: () => invalidateProjectInvites(client, namespace),
   });
   const items = invites.data?.items ?? [];
   return (

@@ -4,10 +4,10 @@ import { useAction } from '../../mutation.ts';
 import { useState } from 'preact/hooks';
 import { useLocation } from 'wouter-preact';
 import { errorMessage, isApiError, sb, statusOf } from '../../api.ts';
+import { projectChanged, projectGone } from '../../queries/projects.ts';
 import { useMe } from '../../session.ts';
 import { ErrorNote, Field, Form, IconPicker, Notice, PageTitle, UserText } from '../../ui.tsx';
 import type { ProjectPageProps } from '../project.tsx';
-import { projectKey } from './queries.ts';
 
 export default function Settings({ project }: ProjectPageProps) {
   const { user } = useMe();
@@ -44,8 +44,7 @@ function Rename({ project }: ProjectPageProps) {
         ...(namespace !== project.namespace ? { namespace } : {}),
       }),
     onSuccess: async (updated) => {
-      client.setQueryData(projectKey(updated.namespace), updated);
-      await client.invalidateQueries({ queryKey: ['projects'] });
+      await projectChanged(client, updated);
       if (updated.namespace !== project.namespace) navigate(`~/projects/${updated.namespace}/settings`, { replace: true });
     },
   });
@@ -81,8 +80,7 @@ function Icon({ project }: ProjectPageProps) {
     mutationFn: (value: string | null) => sb.projects.update(project.namespace, { icon: value }),
     onSuccess: async (updated) => {
       setIcon(null);
-      client.setQueryData(projectKey(updated.namespace), updated);
-      await client.invalidateQueries({ queryKey: ['projects'] });
+      await projectChanged(client, updated);
     },
   });
   return (
@@ -159,8 +157,7 @@ function DeleteProject({ project }: ProjectPageProps) {
   const mutation = useAction({
     mutationFn: () => sb.projects.delete(project.namespace),
     onSuccess: async () => {
-      client.removeQueries({ queryKey: projectKey(project.namespace) });
-      await client.invalidateQueries({ queryKey: ['projects'] });
+      await projectGone(client, project.namespace);
       navigate('~/projects', { replace: true });
     },
   });

@@ -9,6 +9,7 @@ import { useId, useState } from 'preact/hooks';
 import { sb, type Project, type Schemas } from '../../api.ts';
 import { ago, formatTime } from '../../format.ts';
 import { useAction } from '../../mutation.ts';
+import { deliveriesQuery, invalidateDeliveries, useInvalidateWebhooks, webhooksQuery } from '../../queries/webhooks.ts';
 import { Empty, ErrorNote, Field, Form, Loading, PageTitle, UserText } from '../../ui.tsx';
 import type { ProjectPageProps } from '../project.tsx';
 
@@ -31,17 +32,8 @@ const REASONS: Record<string, string> = {
   creator_left: 'turned off by the service: the member it answered to left the project; enabling it makes you that member',
 };
 
-/** Deliveries in each page of the log. */
-const DELIVERIES = 20;
-
-const webhooksKey = (namespace: string) => ['webhooks', namespace] as const;
-const deliveriesKey = (namespace: string, id: string) => ['webhook-deliveries', namespace, id] as const;
-
 export default function Webhooks({ project }: ProjectPageProps) {
-  const webhooks = useQuery({
-    queryKey: webhooksKey(project.namespace),
-    queryFn: () => sb.webhooks.list(project.namespace, { limit: 100 }).page(),
-  });
+  const webhooks = useQuery(webhooksQuery(project.namespace));
   const items = webhooks.data?.items ?? [];
   return (
     <section>
@@ -67,11 +59,6 @@ export default function Webhooks({ project }: ProjectPageProps) {
   );
 }
 
-function useRefreshWebhooks(namespace: string) {
-  const client = useQueryClient();
-  return () => client.invalidateQueries({ queryKey: webhooksKey(namespace) });
-}
-
 /** `a:b, c:d` or `a:b c:d` as a list. */
 function splitList(text: string): string[] {
   return text.split(/[\s,]+/).filter(Boolean);
@@ -86,7 +73,7 @@ function CreateWebhook({ project }: { project: Project }) {
   const [tags, setTags] = useState('');
   const [notifyOnly, setNotifyOnly] = useState(false);
   const [created, setCreated] = useState<{ url: string; secret: string | undefined } | null>(null);
-  const refresh = useRefreshWebhooks(namespace);
+  const refresh = useInvalidateWebhooks(namespace);
   const formatId = useId();
   const notifyId = useId();
   const create = useAction({
@@ -229,7 +216,7 @@ function WebhookRow({ namespace, webhook }: { namespace: string; webhook: Webhoo
   const [showLog, setShowLog] = useState(false);
   const [testResult, setTestResult] = useState<TestResult | null>(null);
   const [rotated, setRotated] = useState<Schemas['RotatedWebhookSecret'] | null>(null);
-  const refresh = useRefreshWebhooks(namespace);
+  const refresh = useInvalidateWebhooks(namespace);
   const logId = useId();
   const toggle = useAction({
     mutationFn: () => sb.webhooks.update(namespace, webhook.id, { enabled: !webhook.enabled }),
@@ -369,20 +356,10 @@ function AnswerBody({ body }: { body: string }) {
 
 function DeliveryLog({ namespace, webhook }: { namespace: string; webhook: Webhook }) {
   const client = useQueryClient();
-  const key = deliveriesKey(namespace, webhook.id);
-  const deliveries = useInfiniteQuery({
-    queryKey: key,
-    queryFn: ({ pageParam }) =>
-      sb.webhooks.deliveries(namespace, webhook.id, { limit: DELIVERIES, ...(pageParam ? { cursor: pageParam } : {}) }).page(),
-    initialPageParam: undefined as string | undefined,
-    getNextPageParam: (page) => page.next_cursor ?? undefined,
-  });
+  const deliveries = useInfiniteQuery(deliveriesQuery(namespace, webhook.id));
   const retry = useAction({
     mutationFn: (id: string) => sb.webhooks.retryDelivery(namespace, webhook.id, id),
-    onSuccess: async () => {
-      await client.invalidateQueries({ queryKey: key });
-      await client.invalidateQueries({ queryKey: webhooksKey(namespace) });
-    },
+    onSuccess: () => invalidateDeliveries(client, namespace, webhook.id),
   });
   const items = deliveries.data?.pages.flatMap((page) => page.items) ?? [];
   return (
