@@ -288,10 +288,11 @@ function iconStore(env: NodeJS.ProcessEnv): Config['icons'] {
 function httpSettings(env: NodeJS.ProcessEnv): Config['http'] {
   const http = {
     maxConnections: integer(env, 'HTTP_MAX_CONNECTIONS', 1_000, 1, 1_000_000),
-    // A browser holds about 6 connections to an origin, an SDK client one per call in flight: 100
-    // leaves a household or an office room for both, and one address at most a tenth of the default
-    // total, so it cannot starve every other client by holding sockets open.
-    maxConnectionsPerAddress: proxyHops(env.TRUST_PROXY) > 0 ? 0 : integer(env, 'HTTP_MAX_CONNECTIONS_PER_ADDRESS', 100, 1, 1_000_000),
+    // A browser holds about 6 connections to an origin, and an SDK client one per call in flight (a
+    // burst of a couple of hundred calls at once is ordinary): 256 leaves room for both, and one
+    // address at most a quarter of the default total, so it cannot starve every other client by
+    // holding sockets open.
+    maxConnectionsPerAddress: proxyHops(env.TRUST_PROXY) > 0 ? 0 : integer(env, 'HTTP_MAX_CONNECTIONS_PER_ADDRESS', 256, 1, 1_000_000),
     headersTimeoutMs: integer(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 1_000, 600_000),
     requestTimeoutMs: integer(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 1_000, 3_600_000),
     keepAliveTimeoutMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000, 1_000, 600_000),
