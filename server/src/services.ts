@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { createBilling, type Billing } from './billing/index.js';
 import type { Config } from './config.js';
+import { onCommitted } from './db/commit-notices.js';
 import { unitOfWork, type Database } from './db/orm.js';
 import { Accounts } from './domain/accounts.js';
 import { EventPublisher } from './domain/events.js';
@@ -10,7 +11,7 @@ import { EmailChanges } from './domain/email-change.js';
 import { PasswordResets } from './domain/password-reset.js';
 import { viewersStillAllowed } from './domain/stream-access.js';
 import { RateLimits } from './http/rate-limit.js';
-import { LocalBus, PostgresBus, type BusMessage, type EventBus } from './live/bus.js';
+import { LocalBus, PostgresBus, type EventBus } from './live/bus.js';
 import { LiveStreams } from './live/streams.js';
 import { MailOutbox } from './mail/outbox.js';
 import { smtpMailer } from './mail/smtp.js';
@@ -38,14 +39,12 @@ export interface Services {
   passwordResets: PasswordResets;
   /** E-mail changes: request, confirm, undo; mail goes out after the answer. */
   emailChanges: EmailChanges;
-  /** Webhook deliveries: attempts a member asks for, and `wake` after a change queued some. */
+  /** Webhook deliveries: attempts a member asks for (a test, a retry now). */
   webhooks: Deliverer;
   /** How changes are shown in webhook deliveries: the presenters, with this service's icon addresses. */
   webhookShapes: ChangeShapes;
   /** Why the embedded database has stopped for good, once it has (a PANIC, as on a full disk): health answers 503 then. */
   databaseFailure(): string | undefined;
-  /** Tells every instance about a committed change (new event, removed member, deleted project); never fails the request. */
-  announce(message: BusMessage): void;
 }
 
 /** What createServices builds besides the services: the request pipeline's rate limits, and how to stop it all. */
@@ -86,6 +85,17 @@ export async function createServices(config: Config, logger: Logger, db: Databas
     },
     () => webhooks.wake(),
   );
+  // What every committed change declared (db/commit-notices.ts): the fan-out tells every instance,
+  // which never fails the request that made the change; queued deliveries are sent now.
+  onCommitted(db.orm.em, (notices) => {
+    for (const notice of notices) {
+      if (notice.kind === 'deliveries-queued') webhooks.wake();
+      else
+        bus
+          .announce(notice)
+          .catch((error: unknown) => logger.warn({ err: { type: (error as Error).name }, kind: notice.kind }, 'live announce failed'));
+    }
+  });
   const services: Services = {
     config,
     logger,
@@ -99,11 +109,6 @@ export async function createServices(config: Config, logger: Logger, db: Databas
     passwordResets: new PasswordResets(db.orm, { bcryptRounds: config.bcryptRounds, linkBase: config.passwordReset.url }, outbox, logger),
     emailChanges: new EmailChanges(outbox, config.emailChange, logger),
     databaseFailure: () => db.failed(),
-    announce(message) {
-      bus
-        .announce(message)
-        .catch((error: unknown) => logger.warn({ err: { type: (error as Error).name }, kind: message.kind }, 'live announce failed'));
-    },
   };
   const rateLimits = RateLimits.create(config, db);
   // Before the service listens: icons an earlier release kept on disk are served from the first request.

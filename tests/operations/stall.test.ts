@@ -22,7 +22,8 @@ import net from 'node:net';
 import { expect } from 'chai';
 import pg from 'pg';
 import { pino } from 'pino';
-import { PostgresBus, type BusMessage } from '../../server/src/live/bus.js';
+import type { BusMessage } from '../../server/src/db/commit-notices.js';
+import { PostgresBus } from '../../server/src/live/bus.js';
 import type { RunningServer } from '../../server/src/server.js';
 import { signUpOn } from '../support/accounts.js';
 import {

@@ -21,6 +21,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DeadlockException, type EntityManager } from '@mikro-orm/postgresql';
+import { committed, noticesOf, withNotices, type CommitNotice } from './commit-notices.js';
 import { lockMembershipRow, lockProjectRow, lockUserRow, type RowLockStrength } from './row-locks.js';
 import { projectNotFound, Unauthenticated, Unavailable } from '../errors.js';
 
@@ -86,7 +87,14 @@ function isCollision(error: unknown): boolean {
  * outermost transaction is.
  */
 export function transaction<T>(em: EntityManager, work: (tx: EntityManager) => Promise<T>): Promise<T> {
-  return retried(em, () => em.transactional(work));
+  // Nested, its notices are the outer transaction's: they wait for the outermost commit.
+  const outer = em.isInTransaction() ? noticesOf(em) : undefined;
+  return retried(em, async () => {
+    const notices = outer ?? [];
+    const result = await em.transactional((tx) => withNotices(tx, notices, () => work(tx)));
+    if (outer === undefined) committed(em, notices);
+    return result;
+  });
 }
 
 /**
@@ -97,7 +105,12 @@ export function transaction<T>(em: EntityManager, work: (tx: EntityManager) => P
  */
 export function ownTransaction<T>(em: EntityManager, statement: (em: EntityManager) => Promise<T>): Promise<T> {
   if (em.isInTransaction()) throw new Error('a statement that is a transaction of its own runs outside any other');
-  return retried(em, () => statement(em));
+  return retried(em, async () => {
+    const notices: CommitNotice[] = [];
+    const result = await withNotices(em, notices, () => statement(em));
+    committed(em, notices);
+    return result;
+  });
 }
 
 async function retried<T>(em: EntityManager, run: () => Promise<T>): Promise<T> {

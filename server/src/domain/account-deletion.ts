@@ -15,7 +15,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ProjectInvite, User } from '../db/entities.js';
 import { lockProjectRow } from '../db/row-locks.js';
-import { credentialIdsOf, deleteUserRow } from '../db/repositories/accounts.js';
+import { deleteUserRow } from '../db/repositories/accounts.js';
 import {
   deleteInviteById,
   deleteMembership,
@@ -30,16 +30,6 @@ import { OwnsProjects } from '../errors.js';
 import { recordActivity, type ActivityType } from './activity.js';
 import { endWhatTheMemberLeft } from './departure.js';
 import { deleteProjectIn, type SubscriptionCanceller } from './projects.js';
-
-/** What went with the account, for the announcements that end live streams at once. */
-export interface DeletedAccount {
-  /** The projects the account owned alone, deleted. */
-  deletedProjectIds: string[];
-  /** The other projects the account was a member of, which it left. */
-  leftProjectIds: string[];
-  /** Its sessions and API tokens. */
-  credentialIds: string[];
-}
 
 /** A row given up in another project, and the activity that records it there. */
 interface GivenUp {
@@ -56,7 +46,7 @@ interface GivenUp {
  * as it was (a subscription Stripe already cancelled for an earlier project stays cancelled: no
  * paying subscription outlives its project, and none is started again).
  */
-export async function deleteAccount(em: EntityManager, billing: SubscriptionCanceller, user: User): Promise<DeletedAccount> {
+export async function deleteAccount(em: EntityManager, billing: SubscriptionCanceller, user: User): Promise<void> {
   return transaction(em, async (tx) => {
     await lockUser(tx, user.id);
     // A project deleted meanwhile has no row to lock, and is not in the list read under the locks.
@@ -69,26 +59,18 @@ export async function deleteAccount(em: EntityManager, billing: SubscriptionCanc
     const givenUp = await rowsGivenUp(tx, user);
     // As above: a row of a project deleted meanwhile went with it, and its removal below finds nothing.
     for (const projectId of [...new Set(givenUp.map((row) => row.projectId))].sort()) await lockProjectRow(tx, projectId, 'key share');
-    const left = new Set<string>();
     for (const row of givenUp) {
       // A row someone else removed meanwhile was recorded by that removal.
       if (!(await row.remove(tx))) continue;
       const project = projectReference(tx, row.projectId);
       recordActivity(tx, project, user, row.type, { username: row.username });
       if (row.type !== 'member.left') continue;
-      left.add(row.projectId);
       // Memberships come first among the rows: the invites this revokes are then found gone below.
       await endWhatTheMemberLeft(tx, { project, user });
     }
     await writeChanges(tx);
 
-    const credentialIds = await credentialIdsOf(tx, user.id);
     await deleteUserRow(tx, user.id);
-    return {
-      deletedProjectIds: owned.map((project) => project.id),
-      leftProjectIds: [...left],
-      credentialIds,
-    };
   });
 }
 

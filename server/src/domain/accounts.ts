@@ -121,8 +121,8 @@ export class Accounts {
     return transaction(em, async (tx) => {
       if (!(await lockUserWithPassword(tx, user.id, user.passwordHash))) throw refused(); // changed or reset since it was read
       const { session, token } = await openSession(tx, user, device);
-      const ended = await endSessionsPastCap(tx, user.id, this.sessionsPerUser);
-      return { user, session, token, ended };
+      await endSessionsPastCap(tx, user.id, this.sessionsPerUser);
+      return { user, session, token };
     });
   }
 
@@ -140,11 +140,11 @@ export class Accounts {
   /**
    * Replaces the user's password when `current` is the password it has, then ends every session of
    * the user but `keepSessionId` (API tokens stay), voids its reset link and pending e-mail change,
-   * and answers the ids of the sessions ended. A wrong `current` is 401 `invalid_credentials` and
+   * and their event streams once it commits. A wrong `current` is 401 `invalid_credentials` and
    * changes nothing. The new hash is written only over the hash `current` was checked against: of
    * two changes racing from one password, one wins and the other is refused as a wrong password.
    */
-  async changePassword(em: EntityManager, user: User, keepSessionId: string, current: string, next: string): Promise<string[]> {
+  async changePassword(em: EntityManager, user: User, keepSessionId: string, current: string, next: string): Promise<void> {
     refuseLongPassword(next, '/body/new_password');
     const checkedHash = user.passwordHash;
     await this.confirmPassword(user, current);
@@ -154,7 +154,7 @@ export class Accounts {
         throw new Unauthenticated('invalid_credentials', 'Wrong password.');
       await voidResetTokens(tx, user.id);
       await voidEmailChange(tx, user.id);
-      return deleteOtherSessions(tx, user.id, keepSessionId);
+      await deleteOtherSessions(tx, user.id, keepSessionId);
     });
   }
 }

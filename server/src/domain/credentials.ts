@@ -25,7 +25,7 @@ import {
   type CredentialRow,
 } from '../db/repositories/accounts.js';
 import { memberProjectIds } from '../db/repositories/projects.js';
-import { lockUser, transaction } from '../db/transaction.js';
+import { lockUser, ownTransaction, transaction } from '../db/transaction.js';
 import { InvalidRequest, NotFound, Unauthenticated, type ErrorDetail } from '../errors.js';
 import { isScopeSet, UNLIMITED, type Grant, type TokenScope } from '../policies/project.js';
 import { refuseAtCap, type Limits } from './limits.js';
@@ -166,7 +166,7 @@ function tokenGrant(row: CredentialRow): Grant {
 
 /** Logout: the session row is also its device record, so deleting it forgets both. */
 export async function closeSession(em: EntityManager, sessionId: string): Promise<void> {
-  await deleteSession(em, sessionId);
+  await ownTransaction(em, (tx) => deleteSession(tx, sessionId));
 }
 
 /** An API token with the namespaces, as they are now, of the projects it is limited to (null: not limited). */
@@ -242,7 +242,7 @@ export async function apiTokensOf(em: EntityManager, user: User, page: PageReque
 }
 
 export async function revokeApiToken(em: EntityManager, user: User, id: string): Promise<void> {
-  if (!(await deleteApiToken(em, user.id, id))) throw new NotFound('No API token with this id.');
+  if (!(await ownTransaction(em, (tx) => deleteApiToken(tx, user.id, id)))) throw new NotFound('No API token with this id.');
 }
 
 /** The user's sessions that have not expired, newest first. */
@@ -252,5 +252,5 @@ export function sessionsOf(em: EntityManager, user: User, page: PageRequest): Pr
 
 /** Ends one of the user's sessions, deleting it with its device record; 404 for another user's or an unknown id. */
 export async function endSession(em: EntityManager, user: User, id: string): Promise<void> {
-  if (!(await deleteSession(em, id, user.id))) throw new NotFound('No session with this id.');
+  if (!(await ownTransaction(em, (tx) => deleteSession(tx, id, user.id)))) throw new NotFound('No session with this id.');
 }

@@ -15,9 +15,10 @@
  *
  * What stays: what it made as the project's data (events, insights, feeds, activity), which the
  * project keeps. Its credentials need nothing here: every request checks membership afresh, and
- * its open event streams are ended by the announcement the caller makes once this commits.
+ * its open event streams on every instance end once this commits (`member-removed`).
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { afterCommit } from '../db/commit-notices.js';
 import type { Project, User } from '../db/entities.js';
 import { forgetKeysIn } from '../db/repositories/idempotency.js';
 import { deleteInviteById, invitesSentIn } from '../db/repositories/projects.js';
@@ -33,6 +34,7 @@ export async function endWhatTheMemberLeft(
   await disableEndpointsOf(tx, departure);
   await revokeInvitesSent(tx, project, user);
   await forgetKeysIn(tx, departure);
+  afterCommit(tx, { kind: 'member-removed', ...departure });
 }
 
 async function revokeInvitesSent(tx: EntityManager, project: Project, user: Pick<User, 'id'>): Promise<void> {

@@ -124,9 +124,9 @@ export class EmailChanges {
     );
   }
 
-  /** Undoes the change the token stands for: the ids of the sessions ended. */
-  async revert(em: EntityManager, token: string): Promise<string[]> {
-    const ended = await conflictOn(
+  /** Undoes the change the token stands for, and ends every session of the user. */
+  async revert(em: EntityManager, token: string): Promise<void> {
+    const userId = await conflictOn(
       () =>
         transaction(em, async (tx) => {
           const revert = await takeEmailRevert(tx, hashSecret(token));
@@ -135,12 +135,12 @@ export class EmailChanges {
           await setEmail(tx, revert.user_id, revert.old_email);
           await voidResetTokens(tx, revert.user_id);
           await voidEmailChange(tx, revert.user_id);
-          return { userId: revert.user_id, sessions: await deleteSessionsOf(tx, revert.user_id) };
+          await deleteSessionsOf(tx, revert.user_id);
+          return revert.user_id;
         }),
       ACCOUNT_TAKEN,
     );
-    this.logger.info({ userId: ended.userId }, 'e-mail change undone');
-    return ended.sessions;
+    this.logger.info({ userId }, 'e-mail change undone');
   }
 }
 

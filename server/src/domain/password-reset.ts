@@ -95,7 +95,7 @@ export class PasswordResets {
    * `invalid_reset_token` otherwise, with nothing changed. The password is hashed before the
    * transaction opens, so a slow hash never holds a database connection.
    */
-  async confirm(em: EntityManager, token: string, newPassword: string): Promise<string[]> {
+  async confirm(em: EntityManager, token: string, newPassword: string): Promise<void> {
     refuseLongPassword(newPassword, '/body/new_password');
     const passwordHash = await hashPassword(newPassword, this.settings.bcryptRounds);
     return transaction(em, async (tx) => {
@@ -103,7 +103,7 @@ export class PasswordResets {
       if (userId === undefined) throw new InvalidResetToken();
       await setPasswordHash(tx, userId, passwordHash);
       await voidEmailChange(tx, userId);
-      return deleteSessionsOf(tx, userId);
+      await deleteSessionsOf(tx, userId);
     });
   }
 }

@@ -23,7 +23,6 @@ export const signup: Handler<'signup'> = async ({ body, authorization, device, e
 
 export const login: Handler<'login'> = async ({ body, device, em, services }) => {
   const grant = await services.accounts.login(em, body.login, body.password, device);
-  for (const credentialId of grant.ended) services.announce({ kind: 'credential-ended', credentialId }); // past MAX_SESSIONS_PER_USER
   return sessionAnswer(grant, body.cookie ?? false, services);
 };
 
@@ -36,9 +35,8 @@ function sessionAnswer(grant: Parameters<typeof presentSessionGrant>[0], cookie:
 }
 
 /** A session that came in the cookie also has the cookie cleared. */
-export const logout: Handler<'logout'> = async ({ caller, viaCookie, em, services }) => {
+export const logout: Handler<'logout'> = async ({ caller, viaCookie, em }) => {
   await closeSession(em, caller.credentialId);
-  services.announce({ kind: 'credential-ended', credentialId: caller.credentialId }); // its event streams end at once
   return viaCookie ? { status: 204, sessionCookie: null } : { status: 204 };
 };
 
@@ -53,8 +51,7 @@ export const listApiTokens: Handler<'listApiTokens'> = async ({ query, caller, e
   return { status: 200, data: toPage(rows, page.limit, presentApiToken) };
 };
 
-export const deleteApiToken: Handler<'deleteApiToken'> = async ({ params, caller, em, services }) => {
+export const deleteApiToken: Handler<'deleteApiToken'> = async ({ params, caller, em }) => {
   await revokeApiToken(em, caller.user, params.id);
-  services.announce({ kind: 'credential-ended', credentialId: params.id }); // its event streams end at once
   return { status: 204 };
 };

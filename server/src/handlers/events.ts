@@ -9,15 +9,12 @@ import { presentEvent, presentEventCounts } from '../presenters/project.js';
 export const publishEvent: Handler<'publishEvent'> = async ({ params, body, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'event.publish');
   const event = await services.events.publish(em, project, params.feed, body);
-  services.announce({ kind: 'event', projectId: project.id, eventId: event.id });
   return { status: 201, data: presentEvent(event) };
 };
 
-/** A batch is announced once, by its last event: a stream sends everything after its cursor, in id order. */
 export const publishEvents: Handler<'publishEvents'> = async ({ params, body, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'event.publish');
   const events = await services.events.publishMany(em, project, body.events);
-  services.announce({ kind: 'event', projectId: project.id, eventId: events[events.length - 1]!.id });
   return { status: 201, data: { items: events.map(presentEvent) } };
 };
 

@@ -7,7 +7,6 @@ import { presentEndUser, presentEvent, presentInsight } from '../presenters/proj
 export const logsnagLog: Handler<'logsnagLog'> = async ({ body, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, body.project, 'event.publish');
   const event = await logEvent(em, services.events, caller.user, project, body, services.config.limits);
-  services.announce({ kind: 'event', projectId: project.id, eventId: event.id });
   return { status: 200, data: presentEvent(event) };
 };
 

@@ -4,7 +4,6 @@ import { removeFromProject } from '../domain/members.js';
 
 export const removeMember: Handler<'removeMember'> = async ({ params, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'member.remove', params.username);
-  const userId = await removeFromProject(em, services.webhookShapes, caller.user, project, params.username);
-  services.announce({ kind: 'member-removed', projectId: project.id, userId }); // closes its event streams at once
+  await removeFromProject(em, services.webhookShapes, caller.user, project, params.username);
   return { status: 204 };
 };

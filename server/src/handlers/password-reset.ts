@@ -8,7 +8,6 @@ export const requestPasswordReset: Handler<'requestPasswordReset'> = async ({ bo
 };
 
 export const confirmPasswordReset: Handler<'confirmPasswordReset'> = async ({ body, em, services }) => {
-  const endedSessions = await services.passwordResets.confirm(em, body.token, body.new_password);
-  for (const credentialId of endedSessions) services.announce({ kind: 'credential-ended', credentialId }); // their event streams end at once
+  await services.passwordResets.confirm(em, body.token, body.new_password);
   return { status: 204 };
 };

@@ -30,7 +30,6 @@ export const updateProject: Handler<'updateProject'> = async ({ params, body, ca
 export const deleteProject: Handler<'deleteProject'> = async ({ params, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'project.delete');
   await removeProject(em, services.billing, caller.user, project);
-  services.announce({ kind: 'project-deleted', projectId: project.id });
   return { status: 204 };
 };
 

@@ -9,8 +9,7 @@ export const listSessions: Handler<'listSessions'> = async ({ query, caller, em 
   return { status: 200, data: toPage(rows, page.limit, (session) => presentSession(session, caller.credentialId)) };
 };
 
-export const deleteSession: Handler<'deleteSession'> = async ({ params, caller, em, services }) => {
+export const deleteSession: Handler<'deleteSession'> = async ({ params, caller, em }) => {
   await endSession(em, caller.user, params.id);
-  services.announce({ kind: 'credential-ended', credentialId: params.id }); // its event streams end at once
   return { status: 204 };
 };

@@ -26,23 +26,17 @@ export const confirmEmailChange: Handler<'confirmEmailChange'> = async ({ body, 
 };
 
 export const revertEmailChange: Handler<'revertEmailChange'> = async ({ body, em, services }) => {
-  const ended = await services.emailChanges.revert(em, body.token);
-  for (const credentialId of ended) services.announce({ kind: 'credential-ended', credentialId }); // their event streams end at once
+  await services.emailChanges.revert(em, body.token);
   return { status: 204 };
 };
 
 export const changePassword: Handler<'changePassword'> = async ({ body, caller, em, services }) => {
-  const ended = await services.accounts.changePassword(em, caller.user, caller.credentialId, body.current_password, body.new_password);
-  for (const credentialId of ended) services.announce({ kind: 'credential-ended', credentialId }); // their event streams end at once
+  await services.accounts.changePassword(em, caller.user, caller.credentialId, body.current_password, body.new_password);
   return { status: 204 };
 };
 
 export const deleteCurrentUser: Handler<'deleteCurrentUser'> = async ({ body, caller, em, services }) => {
   await services.accounts.confirmPassword(caller.user, body.password);
-  const deleted = await deleteAccount(em, services.billing, caller.user);
-  // What went with the account ends its live streams at once, on every instance.
-  for (const projectId of deleted.deletedProjectIds) services.announce({ kind: 'project-deleted', projectId });
-  for (const projectId of deleted.leftProjectIds) services.announce({ kind: 'member-removed', projectId, userId: caller.userId });
-  for (const credentialId of deleted.credentialIds) services.announce({ kind: 'credential-ended', credentialId });
+  await deleteAccount(em, services.billing, caller.user);
   return { status: 204 };
 };

@@ -38,7 +38,6 @@ export const getWebhook: Handler<'getWebhook'> = async ({ params, caller, em, se
 export const updateWebhook: Handler<'updateWebhook'> = async ({ params, body, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'webhook.update');
   const endpoint = await editEndpoint(em, caller.user, project, params.webhook_id, body, services.config.webhooks);
-  services.webhooks.wake();
   return { status: 200, data: presentWebhook(endpoint, services.icons) };
 };
 
@@ -70,9 +69,8 @@ export const retryWebhookDelivery: Handler<'retryWebhookDelivery'> = async ({ pa
   return { status: 200, data: presentDelivery(delivery) };
 };
 
-export const recoverWebhook: Handler<'recoverWebhook'> = async ({ params, body, caller, em, services }) => {
+export const recoverWebhook: Handler<'recoverWebhook'> = async ({ params, body, caller, em }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'webhook.update');
   const { queued, resumeSince } = await recoverEndpoint(em, project, params.webhook_id, new Date(body.since));
-  services.webhooks.wake();
   return { status: 200, data: { queued, resume_since: resumeSince?.toISOString() ?? null } };
 };

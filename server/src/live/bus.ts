@@ -6,14 +6,8 @@
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
+import type { BusMessage } from '../db/commit-notices.js';
 import { listen, type Listener, type Notify } from '../db/listen-notify.js';
-
-export type BusMessage =
-  | { kind: 'event'; projectId: string; eventId: string }
-  | { kind: 'member-removed'; projectId: string; userId: string }
-  | { kind: 'project-deleted'; projectId: string }
-  /** A session ended (logout) or an API token was revoked: what it opened ends with it. */
-  | { kind: 'credential-ended'; credentialId: string };
 
 export interface EventBus {
   /** Sends to every instance, this one included. Call after the change has committed. */

@@ -32,7 +32,8 @@ import { eventsAfter, latestEventId } from '../domain/events.js';
 import type { StreamViewer } from '../domain/stream-access.js';
 import { TooManyStreams } from '../errors.js';
 import { presentEvent } from '../presenters/project.js';
-import type { BusMessage, EventBus } from './bus.js';
+import type { BusMessage } from '../db/commit-notices.js';
+import type { EventBus } from './bus.js';
 
 export interface LiveOptions {
   heartbeatMs: number;

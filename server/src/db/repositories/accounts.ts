@@ -8,6 +8,7 @@
  */
 import { raw, type EntityManager } from '@mikro-orm/postgresql';
 import { ApiToken, Session, User, type ApiTokenScope } from '../entities.js';
+import { afterCommit } from '../commit-notices.js';
 import { findPage, type PageRequest } from '../page.js';
 import { mapRow, query, selectColumns, sqlOnce } from '../raw.js';
 
@@ -133,10 +134,9 @@ export async function touchApiToken(em: EntityManager, id: string, usedAt: Date)
 
 const DELETE_OTHER_SESSIONS = 'delete from sessions where user_id = ? and id <> ? returning id';
 
-/** Deletes every session of the user but `keepId`, and answers the ids deleted. */
-export async function deleteOtherSessions(em: EntityManager, userId: string, keepId: string): Promise<string[]> {
-  const rows = await query<{ id: string }>(em, DELETE_OTHER_SESSIONS, [userId, keepId]);
-  return rows.map((row) => row.id);
+/** Deletes every session of the user but `keepId`. */
+export async function deleteOtherSessions(em: EntityManager, userId: string, keepId: string): Promise<void> {
+  credentialsEnded(em, await query<{ id: string }>(em, DELETE_OTHER_SESSIONS, [userId, keepId]));
 }
 
 /**
@@ -148,8 +148,8 @@ export async function lockUserWithPassword(tx: EntityManager, userId: string, pa
   return (await query(tx, 'select 1 from users where id = ? and password_hash = ? for no key update', [userId, passwordHash])).length > 0;
 }
 
-/** Ends the user's sessions past the `keep` used most recently: the ids ended. */
-export async function endSessionsPastCap(em: EntityManager, userId: string, keep: number): Promise<string[]> {
+/** Ends the user's sessions past the `keep` used most recently. */
+export async function endSessionsPastCap(em: EntityManager, userId: string, keep: number): Promise<void> {
   const rows = await query<{ id: string }>(
     em,
     `delete from sessions where id in
@@ -157,7 +157,12 @@ export async function endSessionsPastCap(em: EntityManager, userId: string, keep
      returning id`,
     [userId, keep],
   );
-  return rows.map((row) => row.id);
+  credentialsEnded(em, rows);
+}
+
+/** Credentials deleted in `tx`: once it commits, what they opened (event streams) ends on every instance. */
+function credentialsEnded(tx: EntityManager, rows: { id: string }[]): void {
+  for (const { id } of rows) afterCommit(tx, { kind: 'credential-ended', credentialId: id });
 }
 
 /** What a new session records: its token's hash, its device and its times. */
@@ -179,7 +184,9 @@ export async function insertSession(em: EntityManager, user: User, fields: Sessi
 
 /** Deletes the session (with its device record); whether it was the user's (`userId` given) and existed. */
 export async function deleteSession(em: EntityManager, id: string, userId?: string): Promise<boolean> {
-  return (await em.nativeDelete(Session, userId === undefined ? { id } : { id, user: userId })) > 0;
+  const deleted = (await em.nativeDelete(Session, userId === undefined ? { id } : { id, user: userId })) > 0;
+  if (deleted) credentialsEnded(em, [{ id }]);
+  return deleted;
 }
 
 /** The user's sessions that have not expired, newest first. */
@@ -237,7 +244,9 @@ export async function tokenProjectNamespaces(em: EntityManager, userId: string, 
 
 /** Deletes one of the user's API tokens: whether it existed. */
 export async function deleteApiToken(em: EntityManager, userId: string, id: string): Promise<boolean> {
-  return (await em.nativeDelete(ApiToken, { id, user: userId })) > 0;
+  const deleted = (await em.nativeDelete(ApiToken, { id, user: userId })) > 0;
+  if (deleted) credentialsEnded(em, [{ id }]);
+  return deleted;
 }
 
 // ---------- Password reset tokens (one row per user), on the database's clock ----------
@@ -274,9 +283,9 @@ export async function setPasswordHash(em: EntityManager, userId: string, passwor
   await query(em, 'update users set password_hash = ?, updated_at = now() where id = ?', [passwordHash, userId]);
 }
 
-/** Deletes every session of the user: the ids of those it deleted. */
-export async function deleteSessionsOf(em: EntityManager, userId: string): Promise<string[]> {
-  return (await query<{ id: string }>(em, 'delete from sessions where user_id = ? returning id', [userId])).map((r) => r.id);
+/** Deletes every session of the user. */
+export async function deleteSessionsOf(em: EntityManager, userId: string): Promise<void> {
+  credentialsEnded(em, await query<{ id: string }>(em, 'delete from sessions where user_id = ? returning id', [userId]));
 }
 
 // ---------- E-mail changes: the pending change (one per user) and its undo tokens, on the database's clock ----------
@@ -381,16 +390,12 @@ export async function setEmail(
 
 // ---------- An account's delete (domain/account-deletion.ts; its projects are in repositories/projects.ts) ----------
 
-/** The ids of the user's sessions and API tokens: what its delete ends, for the streams they opened. */
-export async function credentialIdsOf(em: EntityManager, userId: string): Promise<string[]> {
-  const credentials = [
-    ...(await em.find(Session, { user: userId }, { fields: ['id'] })),
-    ...(await em.find(ApiToken, { user: userId }, { fields: ['id'] })),
-  ];
-  return credentials.map((credential) => credential.id);
-}
-
 /** Deletes the user's row, taking its sessions and API tokens with it by the schema's cascades (activity it wrote keeps existing, its actor set to null). */
 export async function deleteUserRow(tx: EntityManager, userId: string): Promise<void> {
+  const credentials = [
+    ...(await tx.find(Session, { user: userId }, { fields: ['id'] })),
+    ...(await tx.find(ApiToken, { user: userId }, { fields: ['id'] })),
+  ];
   await tx.nativeDelete(User, { id: userId });
+  credentialsEnded(tx, credentials);
 }

@@ -13,6 +13,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Feed, type Project, type TagValue } from '../entities.js';
 import { findPage, type PageRequest } from '../page.js';
+import { afterCommit } from '../commit-notices.js';
 import { query, sqlOnce } from '../raw.js';
 import { QUEUE_EVENT_DELIVERIES } from './webhooks.js';
 
@@ -167,7 +168,11 @@ const INSERT_EVENTS = `with inserted as (
   )
   select count(*)::int as n from inserted`;
 
-/** Inserts the project's new events, all created at `createdAt`, with their counts and end users (INSERT_EVENTS). */
+/**
+ * Inserts the project's new events, all created at `createdAt`, with their counts and end users
+ * (INSERT_EVENTS), ids ascending. Once the transaction commits, every instance hears of the last:
+ * a live stream sends everything after its cursor, in id order, so one message covers the group.
+ */
 export async function insertEvents(tx: EntityManager, projectId: string, createdAt: Date, events: NewEvent[]): Promise<void> {
   await query(tx, INSERT_EVENTS, [
     projectId,
@@ -182,6 +187,7 @@ export async function insertEvents(tx: EntityManager, projectId: string, created
     events.map((e) => e.notify),
     events.map((e) => e.timestamp.toISOString()),
   ]);
+  afterCommit(tx, { kind: 'event', projectId, eventId: events[events.length - 1]!.id });
 }
 
 export interface EventsQuery {

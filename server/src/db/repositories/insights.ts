@@ -8,6 +8,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { v7 } from 'uuid';
 import { Insight, type InsightValue, type Project } from '../entities.js';
 import { findPage, type PageRequest } from '../page.js';
+import { afterCommit } from '../commit-notices.js';
 import { query } from '../raw.js';
 import { queueChangeCtes } from './webhooks.js';
 
@@ -149,6 +150,8 @@ export async function incrementInsightGroup(
     increments.map((increment) => increment.actorId),
   ]);
   if (!row || row.id === null) return { applied: false, projectFound: row?.project_found ?? false };
+  // The statement queued the group's `insight.updated` delivery (when an endpoint wants it).
+  afterCommit(em, { kind: 'deliveries-queued' });
   return {
     applied: true,
     insight: { id: row.id, title: row.title, emoji: row.emoji, createdAt: new Date(row.created_at), updatedAt: new Date(row.updated_at) },

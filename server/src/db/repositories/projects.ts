@@ -10,6 +10,7 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Feed, Project, ProjectInvite, ProjectMember, type User } from '../entities.js';
+import { afterCommit } from '../commit-notices.js';
 import { findPage, type PageRequest } from '../page.js';
 import { mapRow, plainRow, query, selectColumns, sqlOnce } from '../raw.js';
 import { liveCredential, type CredentialKind } from './accounts.js';
@@ -191,9 +192,13 @@ export function projectReference(em: EntityManager, id: string): Project {
   return em.getReference(Project, id);
 }
 
-/** Deletes the project and, by the schema's cascades, everything attached to it, in one statement. */
+/**
+ * Deletes the project and, by the schema's cascades, everything attached to it, in one statement;
+ * once that commits, every instance ends the project's live streams.
+ */
 export async function deleteProjectRow(tx: EntityManager, id: string): Promise<void> {
   await tx.nativeDelete(Project, { id });
+  afterCommit(tx, { kind: 'project-deleted', projectId: id });
 }
 
 // ---------- Members ----------

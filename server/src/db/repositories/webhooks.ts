@@ -14,6 +14,7 @@
  *   attempt that claimed it (`attempts` unchanged since).
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { afterCommit } from '../commit-notices.js';
 import { query } from '../raw.js';
 
 /** Deliveries that may wait per endpoint; past it the endpoint is paused. */
@@ -332,6 +333,7 @@ const QUEUE_CHANGE = `with ${queueChangeCtes('?::uuid', '?::text', '?::jsonb')} 
  */
 export async function queueChange(em: EntityManager, projectId: string, type: WebhookType, data: unknown): Promise<void> {
   await query(em, QUEUE_CHANGE, [type, JSON.stringify(data), projectId, type]);
+  afterCommit(em, { kind: 'deliveries-queued' });
 }
 
 /**
@@ -367,6 +369,7 @@ export async function queueRecovery(
        (select to_json(created_at) #>> '{}' from candidates where n > room order by n limit 1) as resume_since`,
     [fromId, since.toISOString(), endpointId, endpointId],
   );
+  if (row!.queued > 0) afterCommit(em, { kind: 'deliveries-queued' });
   return { queued: row!.queued, resumeSince: row!.resume_since === null ? null : new Date(row!.resume_since) };
 }
 
