@@ -156,11 +156,15 @@ interface PendingRequest {
  */
 class EngineThread {
   #pending: PendingRequest | undefined;
+  /** Why the thread ended, once it has: a request then fails at once instead of waiting for ever. */
+  #ended: string | undefined;
 
   private constructor(private readonly worker: Worker) {
     worker.on('message', (reply: EngineReply) => this.#settle((pending) => pending.resolve(reply)));
-    const lost = (error?: Error) =>
-      this.#settle((pending) => pending.reject(new Error(`its thread ended${error ? `: ${error.message}` : ''}`)));
+    const lost = (error?: Error) => {
+      this.#ended ??= `its thread ended${error ? `: ${error.message}` : ''}`;
+      this.#settle((pending) => pending.reject(new Error(this.#ended)));
+    };
     worker.on('error', lost);
     worker.on('exit', () => lost());
   }
@@ -178,6 +182,7 @@ class EngineThread {
 
   /** Asks the thread; past `boundMs` (when given), ends it and throws `StatementOverran`. */
   ask(request: EngineRequest, boundMs?: number): Promise<EngineReply> {
+    if (this.#ended !== undefined) return Promise.reject(new Error(this.#ended));
     return new Promise((resolve, reject) => {
       const timer =
         boundMs === undefined
@@ -203,6 +208,7 @@ class EngineThread {
     settle(pending);
   }
 }
+
 /**
  * PGlite's single backend and the one connection at a time it serves. Messages go to it one by one,
  * in order, and each answer is checked: once the backend reports that it ended (a FATAL or PANIC
