@@ -47,10 +47,10 @@ const names = (username: string, user: User) => username.toLowerCase() === user.
 
 /**
  * The owner removes a member, or a member removes itself (leaves). The owner stays. What the
- * member left behind there ends with it, in the same transaction (departure.ts). Returns the
- * removed user's id. Of concurrent removals of one member, only the one whose statement removed
- * the row answers 204 and records it. Removing another member is the owner's: 403 `not_owner`
- * once the caller no longer owns the project.
+ * member left behind there ends with it, in the same transaction (departure.ts), and its event
+ * streams once that commits. Of concurrent removals of one member, only the one whose statement
+ * removed the row answers 204 and records it. Removing another member is the owner's: 403
+ * `not_owner` once the caller no longer owns the project.
  */
 export async function removeFromProject(
   em: EntityManager,
@@ -58,8 +58,8 @@ export async function removeFromProject(
   actor: User,
   project: Project,
   username: string,
-): Promise<string> {
-  return transaction(em, async (tx) => {
+): Promise<void> {
+  await transaction(em, async (tx) => {
     await lockProject(tx, project.id, 'key share');
     const leaving = names(username, actor);
     if (!leaving) await confirmAccess(tx, project.id, actor, 'member.remove');
@@ -72,7 +72,6 @@ export async function removeFromProject(
     recordActivity(tx, project, actor, leaving ? 'member.left' : 'member.removed', { username: target.user.username });
     await queueChange(tx, project.id, 'member.left', shapes.member(target.user, target.role));
     await writeChanges(tx);
-    return target.user.id;
   });
 }
 
