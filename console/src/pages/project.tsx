@@ -7,7 +7,6 @@
 import { useQuery } from '@tanstack/react-query';
 import { lazy, Suspense } from 'preact/compat';
 import { Link, Route, Switch, useRoute } from 'wouter-preact';
-import type { Project } from '../api.ts';
 import { Avatar, ErrorNote, Loading, UserText } from '../ui.tsx';
 import Feed from './project/feed.tsx';
 import { projectQuery } from '../queries/projects.ts';
@@ -22,11 +21,6 @@ const Settings = lazy(() => import('./project/settings.tsx'));
 
 export function useProject(namespace: string) {
   return useQuery(projectQuery(namespace));
-}
-
-/** Props of every page of a project. */
-export interface ProjectPageProps {
-  project: Project;
 }
 
 const TABS = [

@@ -17,7 +17,7 @@ import type { Context } from 'koa';
 import { CsrfRefused, Forbidden, Unauthenticated } from '../errors.js';
 import { resolveAuthorization, resolveToken, type Caller } from '../domain/credentials.js';
 import { permitScope } from '../policies/project.js';
-import type { ContractOperation } from './contract.js';
+import type { ContractOperation } from './contract-operation.js';
 import { clearedSessionCookie, fromOwnOrigin, SEVERAL_SESSION_COOKIES, sessionCookieOf } from './session-cookie.js';
 
 /** What a request presents as its credential. */

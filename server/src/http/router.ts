@@ -12,7 +12,7 @@
  * (`/feeds/{feed}`, never `/{sha}.png`), which the table checks when it is built.
  */
 import { MethodNotAllowed, NotFound } from '../errors.js';
-import type { ContractOperation } from './contract.js';
+import type { ContractOperation } from './contract-operation.js';
 
 /** One path template of the contract, with its operations by method. */
 interface Route {

@@ -7,7 +7,8 @@
  * off: no `Access-Control-*` headers, and its preflight the router's 404 or 405.
  */
 import type { Middleware } from 'koa';
-import type { Contract, ContractOperation } from './contract.js';
+import type { Contract } from './contract.js';
+import type { ContractOperation } from './contract-operation.js';
 
 /** Set on every answer, name and value, straight on Node's response: Koa's `ctx.set` would check each pair's type again. */
 const API_HEADERS: [string, string][] = [

@@ -14,7 +14,7 @@ import { OpenAPIBackend, OpenAPIValidator, type AjvCustomizer, type Document } f
 import addFormatsModule from 'ajv-formats';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { ErrorDetail } from '../errors.js';
-import type { ContractOperation } from './contract.js';
+import type { ContractOperation } from './contract-operation.js';
 import { isStorableDateTime, screen } from './hostile-input.js';
 import { detailsOf, invalidRequest } from './validation-errors.js';
 

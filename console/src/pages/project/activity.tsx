@@ -4,7 +4,7 @@ import { Fragment } from 'preact';
 import { ago, formatTime } from '../../format.ts';
 import { activityQuery } from '../../queries/activity.ts';
 import { Empty, ErrorNote, Loading, PageTitle, UserText } from '../../ui.tsx';
-import type { ProjectPageProps } from '../project.tsx';
+import type { ProjectPageProps } from './page-props.ts';
 
 export default function Activity({ project }: ProjectPageProps) {
   const activity = useInfiniteQuery(activityQuery(project.namespace));

@@ -11,7 +11,7 @@ import 'uplot/dist/uPlot.min.css';
 import type { Schemas } from '../../api.ts';
 import { countsQuery, zone } from '../../queries/counts.ts';
 import { Empty, ErrorNote, Loading, PageTitle, UserText } from '../../ui.tsx';
-import type { ProjectPageProps } from '../project.tsx';
+import type { ProjectPageProps } from './page-props.ts';
 
 type Interval = Schemas['CountInterval'];
 type Series = Schemas['CountSeries'];

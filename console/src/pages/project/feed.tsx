@@ -9,7 +9,7 @@ import { useSearchParams } from 'wouter-preact';
 import type { Event } from '../../api.ts';
 import { Empty, ErrorNote, Field, Form, isolatedText, Loading, PageTitle } from '../../ui.tsx';
 import { filtersOf, historyQuery, keepFirstHistoryPage } from '../../queries/events.ts';
-import type { ProjectPageProps } from '../project.tsx';
+import type { ProjectPageProps } from './page-props.ts';
 import { EventList } from './event-list.tsx';
 import { matches, type Filters } from './filters.ts';
 import { useLiveEvents } from './live.ts';

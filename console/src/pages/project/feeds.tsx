@@ -4,7 +4,7 @@ import { useState } from 'preact/hooks';
 import { sb, type Feed } from '../../api.ts';
 import { useInvalidateProject } from '../../queries/projects.ts';
 import { Emoji, ErrorNote, Field, Form, PageTitle, UserText } from '../../ui.tsx';
-import type { ProjectPageProps } from '../project.tsx';
+import type { ProjectPageProps } from './page-props.ts';
 
 export default function Feeds({ project }: ProjectPageProps) {
   return (

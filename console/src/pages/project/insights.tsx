@@ -6,7 +6,7 @@ import { sb } from '../../api.ts';
 import { ago, formatTime, formatValue } from '../../format.ts';
 import { insightsQuery, invalidateInsights } from '../../queries/insights.ts';
 import { Emoji, Empty, ErrorNote, Field, Form, Loading, PageTitle, UserText } from '../../ui.tsx';
-import type { ProjectPageProps } from '../project.tsx';
+import type { ProjectPageProps } from './page-props.ts';
 
 export default function Insights({ project }: ProjectPageProps) {
   const insights = useQuery({ ...insightsQuery(project.namespace), refetchInterval: 5_000 });

@@ -11,7 +11,7 @@ import { invalidateProjectInvites, projectInvitesQuery } from '../../queries/inv
 import { projectGone, useInvalidateProject } from '../../queries/projects.ts';
 import { useMe } from '../../session.ts';
 import { Avatar, Empty, ErrorNote, Field, Form, Notice, PageTitle, UserText } from '../../ui.tsx';
-import type { ProjectPageProps } from '../project.tsx';
+import type { ProjectPageProps } from './page-props.ts';
 
 export default function Members({ project }: ProjectPageProps) {
   const { user } = useMe();

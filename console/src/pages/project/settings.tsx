@@ -7,7 +7,7 @@ import { errorMessage, isApiError, sb, statusOf } from '../../api.ts';
 import { projectChanged, projectGone } from '../../queries/projects.ts';
 import { useMe } from '../../session.ts';
 import { ErrorNote, Field, Form, IconPicker, Notice, PageTitle, UserText } from '../../ui.tsx';
-import type { ProjectPageProps } from '../project.tsx';
+import type { ProjectPageProps } from './page-props.ts';
 
 export default function Settings({ project }: ProjectPageProps) {
   const { user } = useMe();

@@ -11,7 +11,7 @@ import { ago, formatTime } from '../../format.ts';
 import { useAction } from '../../mutation.ts';
 import { deliveriesQuery, invalidateDeliveries, useInvalidateWebhooks, webhooksQuery } from '../../queries/webhooks.ts';
 import { Empty, ErrorNote, Field, Form, Loading, PageTitle, UserText } from '../../ui.tsx';
-import type { ProjectPageProps } from '../project.tsx';
+import type { ProjectPageProps } from './page-props.ts';
 
 type Webhook = Schemas['WebhookEndpoint'];
 type Format = Schemas['WebhookFormat'];
