@@ -4,8 +4,12 @@ import type { Config } from './config.js';
 import { onCommitted } from './db/commit-notices.js';
 import { unitOfWork, type Database } from './db/orm.js';
 import { Accounts } from './domain/accounts.js';
-import { EventPublisher } from './domain/events.js';
+import { EndUsers } from './domain/end-users.js';
+import { Events } from './domain/events.js';
+import { Feeds } from './domain/feeds.js';
 import { DatabaseIconRows } from './domain/icons.js';
+import { Insights } from './domain/insights.js';
+import { LogSnag } from './domain/logsnag.js';
 import { notifyThrough } from './db/listen-notify.js';
 import { EmailChanges } from './domain/email-change.js';
 import { PasswordResets } from './domain/password-reset.js';
@@ -31,7 +35,12 @@ export interface Services {
   config: Config;
   logger: Logger;
   accounts: Accounts;
-  events: EventPublisher;
+  events: Events;
+  feeds: Feeds;
+  insights: Insights;
+  endUsers: EndUsers;
+  /** LogSnag's requests, mapped onto the modules above. */
+  logsnag: LogSnag;
   icons: IconStore;
   billing: Billing;
   live: LiveStreams;
@@ -96,11 +105,20 @@ export async function createServices(config: Config, logger: Logger, db: Databas
           .catch((error: unknown) => logger.warn({ err: { type: (error as Error).name }, kind: notice.kind }, 'live announce failed'));
     }
   });
+  const { limits } = config;
+  const events = new Events();
+  const feeds = new Feeds({ limits });
+  const insights = new Insights({ limits, shapes: webhookShapes });
+  const endUsers = new EndUsers();
   const services: Services = {
     config,
     logger,
     accounts: new Accounts(config.bcryptRounds, config.limits.sessionsPerUser),
-    events: new EventPublisher(),
+    events,
+    feeds,
+    insights,
+    endUsers,
+    logsnag: new LogSnag({ events, feeds, insights, endUsers }),
     icons,
     billing: await createBilling(config.stripe, logger),
     live,

@@ -8,7 +8,9 @@ import { eventsPage, findFeed, insertEvents, publicationTargets, type EventRow }
 import { lockProject, transaction } from '../db/transaction.js';
 import { InvalidRequest, NotFound } from '../errors.js';
 import { feedNotFound } from './feeds.js';
+import { eventCounts, type CountsRequest, type EventCounts } from './event-counts.js';
 import { GroupCommit, type Outcome } from './group-commit.js';
+import type { Scope } from './scope.js';
 
 /** Where a new live stream of the project starts, and what it reads next. */
 export { eventsAfter, latestEventId, type EventRow } from '../db/repositories/events.js';
@@ -56,11 +58,12 @@ interface Publication {
 const MAX_GROUP_EVENTS = 2_000;
 
 /**
- * Publishes events. One per server: the publications of a project that this server receives are
- * stored in groups (group-commit.ts), one transaction and one insert for all the requests that
- * arrived while the previous group was being stored; servers sharing a database take turns.
+ * A project's events: published, listed, counted. One per server: the publications of a project
+ * that this server receives are stored in groups (group-commit.ts), one transaction and one insert
+ * for all the requests that arrived while the previous group was being stored; servers sharing a
+ * database take turns.
  */
-export class EventPublisher {
+export class Events {
   private readonly groups = new GroupCommit<Publication, EventRow[]>(
     storeGroup,
     (publication) => publication.inputs.length,
@@ -68,7 +71,7 @@ export class EventPublisher {
   );
 
   /** Stores an event in its feed: `publishMany` with a batch of one. */
-  async publish(em: EntityManager, project: Project, feedName: string, input: EventInput): Promise<EventRow> {
+  async publish({ em }: Scope, project: Project, feedName: string, input: EventInput): Promise<EventRow> {
     // Every field of the body goes on to the batch's event: one the contract adds does not compile until it does.
     const { event: what, description, emoji, tags, timestamp, user_id, notify, ...unhandled } = input;
     const _everyField: Record<string, never> = unhandled;
@@ -82,7 +85,7 @@ export class EventPublisher {
    * is stored: a bad tag is 400 pointing into its event (`/body/events/N/tags…`), a feed the project
    * does not have 404. Returns the events in the order sent.
    */
-  async publishMany(em: EntityManager, project: Project, inputs: BatchEventInput[]): Promise<EventRow[]> {
+  async publishMany({ em }: Scope, project: Project, inputs: BatchEventInput[]): Promise<EventRow[]> {
     inputs.forEach((input, i) => checkTags(input.tags ?? {}, `/body/events/${i}/tags`));
     return this.store(em, project, inputs);
   }
@@ -94,6 +97,28 @@ export class EventPublisher {
    */
   private store(em: EntityManager, project: Project, inputs: BatchEventInput[]): Promise<EventRow[]> {
     return this.groups.submit(project.id, { em, projectId: project.id, inputs });
+  }
+
+  /** A page of the project's events, newest first, matching every filter given; each filter is served by an index ending in the id. */
+  async list({ em }: Scope, project: Project, filter: EventFilter, page: PageRequest): Promise<EventRow[]> {
+    const below = decodeCursor(page.cursor);
+    // The same filter twice asks nothing more, and each repetition would make PostgreSQL misjudge how
+    // few rows match (it multiplies their selectivities) and pick a plan that reads every tagged row.
+    const given = filter.tag ?? [];
+    const tags = given.map((tag, i) => tagCandidates(tag, `/query/tag/${i}`)).filter((_, i) => given.indexOf(given[i]!) === i);
+    let feedId: string | undefined;
+    if (filter.feed !== undefined) {
+      // Resolved first, so the page walks (feed_id, id); an unknown feed simply matches nothing.
+      const feed = await findFeed(em, project.id, filter.feed);
+      if (!feed) return [];
+      feedId = feed.id;
+    }
+    return eventsPage(em, { projectId: project.id, feedId, userId: filter.user_id, words: filter.q, below, tags, limit: page.limit + 1 });
+  }
+
+  /** The project's events counted per bucket, as `GET …/events/counts` answers them (event-counts.ts). */
+  count({ em }: Scope, project: Project, request: CountsRequest): Promise<EventCounts> {
+    return eventCounts(em, project, request);
   }
 }
 
@@ -167,21 +192,4 @@ export function tagCandidates(tag: string, at: string): Record<string, TagValue>
   if (value !== '' && Number.isFinite(Number(value))) candidates.push({ [key]: Number(value) });
   if (value === 'true' || value === 'false') candidates.push({ [key]: value === 'true' });
   return candidates;
-}
-
-/** A page of the project's events, newest first, matching every filter given; each filter is served by an index ending in the id. */
-export async function eventsOf(em: EntityManager, project: Project, filter: EventFilter, page: PageRequest): Promise<EventRow[]> {
-  const below = decodeCursor(page.cursor);
-  // The same filter twice asks nothing more, and each repetition would make PostgreSQL misjudge how
-  // few rows match (it multiplies their selectivities) and pick a plan that reads every tagged row.
-  const given = filter.tag ?? [];
-  const tags = given.map((tag, i) => tagCandidates(tag, `/query/tag/${i}`)).filter((_, i) => given.indexOf(given[i]!) === i);
-  let feedId: string | undefined;
-  if (filter.feed !== undefined) {
-    // Resolved first, so the page walks (feed_id, id); an unknown feed simply matches nothing.
-    const feed = await findFeed(em, project.id, filter.feed);
-    if (!feed) return [];
-    feedId = feed.id;
-  }
-  return eventsPage(em, { projectId: project.id, feedId, userId: filter.user_id, words: filter.q, below, tags, limit: page.limit + 1 });
 }

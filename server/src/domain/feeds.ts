@@ -1,7 +1,7 @@
 /** Feeds: the named streams of events inside a project. A project keeps at least one. */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { components } from '../../../spec/generated/openapi.js';
-import type { Feed, Project, User } from '../db/entities.js';
+import type { Feed, Project } from '../db/entities.js';
 import type { PageRequest } from '../db/page.js';
 import { countFeeds, deleteFeedRow, feedPage, findFeed, insertFeed, updateFeedFields } from '../db/repositories/events.js';
 import { lockProject, transaction } from '../db/transaction.js';
@@ -9,6 +9,7 @@ import { conflictOn } from '../db/unique.js';
 import { Conflict, NotFound } from '../errors.js';
 import { recordActivity } from './activity.js';
 import { refuseAtCap, type Limits } from './limits.js';
+import type { Scope } from './scope.js';
 
 const NAME_TAKEN = {
   feeds_project_name_unique: ['feed_name_taken', 'Another feed of this project already uses this name.'],
@@ -23,64 +24,77 @@ export async function feedNamed(em: EntityManager, projectId: string, name: stri
   return feed;
 }
 
-/** The project's feeds, newest first. */
-export async function feedsOf(em: EntityManager, project: Project, page: PageRequest): Promise<Feed[]> {
-  return feedPage(em, project.id, page);
-}
-
 /** `POST /v1/projects/{namespace}/feeds`'s body. */
 export type FeedInput = components['schemas']['CreateFeedRequest'];
 /** `PATCH /v1/projects/{namespace}/feeds/{feed}`'s body: what it leaves out is kept. */
 export type FeedChanges = components['schemas']['UpdateFeedRequest'];
 
-/** Adds a feed; 409 `limit_reached` when the project has as many as it may. */
-export async function addFeed(em: EntityManager, actor: User, project: Project, input: FeedInput, limits: Limits): Promise<Feed> {
-  // Every field of the body is taken here: one the contract adds does not compile until it is.
-  const { name, description, emoji, type, ...unhandled } = input;
-  const _everyField: Record<string, never> = unhandled;
-  const create = () =>
-    transaction(em, async (tx) => {
+/** A project's feeds: list, add, rename, remove. The cap on feeds comes with the module. */
+export class Feeds {
+  private readonly limits: Limits;
+
+  constructor({ limits }: { limits: Limits }) {
+    this.limits = limits;
+  }
+
+  /** The project's feeds, newest first. */
+  list({ em }: Scope, project: Project, page: PageRequest): Promise<Feed[]> {
+    return feedPage(em, project.id, page);
+  }
+
+  /** Adds a feed; 409 `limit_reached` when the project has as many as it may. */
+  async create({ em, caller }: Scope, project: Project, input: FeedInput): Promise<Feed> {
+    // Every field of the body is taken here: one the contract adds does not compile until it is.
+    const { name, description, emoji, type, ...unhandled } = input;
+    const _everyField: Record<string, never> = unhandled;
+    const create = () =>
+      transaction(em, async (tx) => {
+        await lockProject(tx, project.id, 'no key update');
+        const feeds = await countFeeds(tx, project.id);
+        refuseAtCap(this.limits, 'feedsPerProject', feeds, `This project has ${feeds} feeds`);
+        const feed = await insertFeed(tx, project, { name, description: description ?? null, emoji: emoji ?? null, type: type ?? 0 });
+        recordActivity(tx, project, caller.user, 'feed.created', { feed: feed.name });
+        return feed;
+      });
+    return conflictOn(create, NAME_TAKEN);
+  }
+
+  /** Renames or redescribes the feed `name`; what `input` leaves out is kept. */
+  async edit({ em, caller }: Scope, project: Project, name: string, input: FeedChanges): Promise<Feed> {
+    const { name: newName, description, emoji, ...unhandled } = input;
+    const _everyField: Record<string, never> = unhandled;
+    const update = () =>
+      transaction(em, async (tx) => {
+        await lockProject(tx, project.id, 'key share');
+        const feed = await feedNamed(tx, project.id, name);
+        const fields = (['name', 'description', 'emoji'] as const).filter(
+          (field) => input[field] !== undefined && input[field] !== feed[field],
+        );
+        await updateFeedFields(tx, feed, { name: newName, description, emoji });
+        if (fields.length > 0)
+          recordActivity(tx, project, caller.user, 'feed.updated', {
+            feed: feed.name,
+            fields,
+            ...(fields.includes('name') ? { from: name } : {}),
+          });
+        return feed;
+      });
+    return conflictOn(update, NAME_TAKEN);
+  }
+
+  /**
+   * Deletes a feed and its events. The project row is locked FOR NO KEY UPDATE first, so feed deletes
+   * of one project run one at a time: two concurrent deletes of its last two feeds cannot both see
+   * "one other feed left", and of two deletes of one feed only the first finds it. The mode still
+   * admits event inserts, whose foreign key checks take KEY SHARE.
+   */
+  async remove({ em, caller }: Scope, project: Project, name: string): Promise<void> {
+    await transaction(em, async (tx) => {
       await lockProject(tx, project.id, 'no key update');
-      const feeds = await countFeeds(tx, project.id);
-      refuseAtCap(limits, 'feedsPerProject', feeds, `This project has ${feeds} feeds`);
-      const feed = await insertFeed(tx, project, { name, description: description ?? null, emoji: emoji ?? null, type: type ?? 0 });
-      recordActivity(tx, project, actor, 'feed.created', { feed: feed.name });
-      return feed;
-    });
-  return conflictOn(create, NAME_TAKEN);
-}
-
-/** Renames or redescribes a feed; what `input` leaves out is kept. */
-export async function editFeed(em: EntityManager, actor: User, project: Project, name: string, input: FeedChanges): Promise<Feed> {
-  const { name: newName, description, emoji, ...unhandled } = input;
-  const _everyField: Record<string, never> = unhandled;
-  const update = () =>
-    transaction(em, async (tx) => {
-      await lockProject(tx, project.id, 'key share');
       const feed = await feedNamed(tx, project.id, name);
-      const fields = (['name', 'description', 'emoji'] as const).filter(
-        (field) => input[field] !== undefined && input[field] !== feed[field],
-      );
-      await updateFeedFields(tx, feed, { name: newName, description, emoji });
-      if (fields.length > 0)
-        recordActivity(tx, project, actor, 'feed.updated', { feed: feed.name, fields, ...(fields.includes('name') ? { from: name } : {}) });
-      return feed;
+      if ((await countFeeds(tx, project.id)) <= 1) throw new Conflict('last_feed', 'A project keeps at least one feed.');
+      if (!(await deleteFeedRow(tx, feed.id))) throw feedNotFound();
+      recordActivity(tx, project, caller.user, 'feed.deleted', { feed: feed.name });
     });
-  return conflictOn(update, NAME_TAKEN);
-}
-
-/**
- * Deletes a feed and its events. The project row is locked FOR NO KEY UPDATE first, so feed deletes
- * of one project run one at a time: two concurrent deletes of its last two feeds cannot both see
- * "one other feed left", and of two deletes of one feed only the first finds it. The mode still
- * admits event inserts, whose foreign key checks take KEY SHARE.
- */
-export async function removeFeed(em: EntityManager, actor: User, project: Project, name: string): Promise<void> {
-  await transaction(em, async (tx) => {
-    await lockProject(tx, project.id, 'no key update');
-    const feed = await feedNamed(tx, project.id, name);
-    if ((await countFeeds(tx, project.id)) <= 1) throw new Conflict('last_feed', 'A project keeps at least one feed.');
-    if (!(await deleteFeedRow(tx, feed.id))) throw feedNotFound();
-    recordActivity(tx, project, actor, 'feed.deleted', { feed: feed.name });
-  });
+  }
 }

@@ -26,9 +26,9 @@ import type { ProjectAccess } from './access.js';
 import { queueChange } from '../db/repositories/webhooks.js';
 import { recordActivity } from './activity.js';
 import type { ChangeShapes } from './webhooks.js';
-import type { Caller } from './credentials.js';
 import { GroupCommit, type Outcome } from './group-commit.js';
 import { refuseAtCap, type Limits } from './limits.js';
+import type { Scope } from './scope.js';
 
 export type { InsightView };
 
@@ -40,94 +40,97 @@ export type InsightInput = components['schemas']['CreateInsightRequest'];
 /** `PATCH /v1/projects/{namespace}/insights/{insight_id}`'s body: what it leaves out is kept. */
 export type InsightChanges = components['schemas']['UpdateInsightRequest'];
 
-/** Adds an insight; 409 `limit_reached` when the project has as many as it may. */
-export async function addInsight(em: EntityManager, actor: User, project: Project, input: InsightInput, limits: Limits): Promise<Insight> {
-  // Every field of the body is taken here: one the contract adds does not compile until it is.
-  const { title, value, emoji, ...unhandled } = input;
-  const _everyField: Record<string, never> = unhandled;
-  return transaction(em, async (tx) => {
-    await lockProject(tx, project.id, 'no key update');
-    const insights = await countInsights(tx, project.id);
-    refuseAtCap(limits, 'insightsPerProject', insights, `This project has ${insights} insights`);
-    const insight = await insertInsight(tx, project, { title, value, emoji: emoji ?? null });
-    recordActivity(tx, project, actor, 'insight.created', { insight_id: insight.id, title: insight.title });
-    return insight;
-  });
+/** What the insights module is built with (services.ts). */
+export interface InsightsDeps {
+  limits: Limits;
+  shapes: ChangeShapes;
 }
 
-/** The project's insights, newest first. */
-export async function insightsOf(em: EntityManager, project: Project, page: PageRequest): Promise<Insight[]> {
-  return insightPage(em, project.id, page);
-}
+/** A project's insights: add, list, change, remove. The caps and the webhook shapes come with the module. */
+export class Insights {
+  private readonly limits: Limits;
+  private readonly shapes: ChangeShapes;
 
-/**
- * `PATCH …/insights/{insight_id}`: an increment alone goes with its insight's next group
- * (`incrementInsightBy`, which needs neither the caller's nor the project's entity); anything else
- * is `editInsight`.
- */
-export function changeInsight(
-  em: EntityManager,
-  caller: Caller,
-  access: ProjectAccess,
-  id: string,
-  changes: InsightChanges,
-  shapes: ChangeShapes,
-): Promise<InsightView> {
-  const { title, value, emoji, increment, ...unhandled } = changes;
-  const _everyField: Record<string, never> = unhandled;
-  if (increment !== undefined && title === undefined && value === undefined && emoji === undefined) {
-    return incrementInsightBy(em, { id: caller.userId }, { id: access.projectId }, id, increment);
+  constructor({ limits, shapes }: InsightsDeps) {
+    this.limits = limits;
+    this.shapes = shapes;
   }
-  return editInsight(em, caller.user, access.project, id, changes, shapes);
-}
 
-/**
- * Applies the changes in one transaction. `increment` is added by the database in a single
- * statement, so concurrent increments serialise on the row and none is lost. `em` may be in a
- * transaction already (the changes are then part of it).
- */
-export async function editInsight(
-  em: EntityManager,
-  actor: User,
-  project: Project,
-  id: string,
-  changes: InsightChanges,
-  shapes: ChangeShapes,
-): Promise<Insight> {
-  const { title, value, emoji, increment, ...unhandled } = changes;
-  const _everyField: Record<string, never> = unhandled;
-  if (increment !== undefined && value !== undefined) {
-    throw InvalidRequest.field('/body/increment', 'cannot be combined with value');
+  /** Adds an insight; 409 `limit_reached` when the project has as many as it may. */
+  async create({ em, caller }: Scope, project: Project, input: InsightInput): Promise<Insight> {
+    // Every field of the body is taken here: one the contract adds does not compile until it is.
+    const { title, value, emoji, ...unhandled } = input;
+    const _everyField: Record<string, never> = unhandled;
+    return transaction(em, async (tx) => {
+      await lockProject(tx, project.id, 'no key update');
+      const insights = await countInsights(tx, project.id);
+      refuseAtCap(this.limits, 'insightsPerProject', insights, `This project has ${insights} insights`);
+      const insight = await insertInsight(tx, project, { title, value, emoji: emoji ?? null });
+      recordActivity(tx, project, caller.user, 'insight.created', { insight_id: insight.id, title: insight.title });
+      return insight;
+    });
   }
-  return transaction(em, async (tx) => {
-    await lockProject(tx, project.id, 'key share');
-    if (increment !== undefined) {
-      const incremented = await incrementInsightValue(tx, project.id, id, increment);
-      if (!incremented) {
-        if (!(await insightExists(tx, project.id, id))) throw insightNotFound();
-        throw notANumber();
-      }
+
+  /** The project's insights, newest first. */
+  list({ em }: Scope, project: Project, page: PageRequest): Promise<Insight[]> {
+    return insightPage(em, project.id, page);
+  }
+
+  /**
+   * `PATCH …/insights/{insight_id}`: an increment alone goes with its insight's next group
+   * (`incrementInsightBy`, which needs neither the caller's nor the project's entity); anything else
+   * is `edit`.
+   */
+  change(scope: Scope, access: ProjectAccess, id: string, changes: InsightChanges): Promise<InsightView> {
+    const { title, value, emoji, increment, ...unhandled } = changes;
+    const _everyField: Record<string, never> = unhandled;
+    if (increment !== undefined && title === undefined && value === undefined && emoji === undefined) {
+      return incrementInsightBy(scope.em, { id: scope.caller.userId }, { id: access.projectId }, id, increment);
     }
-    const insight = await updateInsightFields(tx, project.id, id, { title, value, emoji });
-    if (!insight) throw insightNotFound();
-    const fields = (['title', 'value', 'emoji', 'increment'] as const).filter((field) => changes[field] !== undefined);
-    recordActivity(tx, project, actor, 'insight.updated', { insight_id: id, fields });
-    await queueChange(tx, project.id, 'insight.updated', shapes.insight(insight));
-    return insight;
-  });
-}
+    return this.edit(scope, access.project, id, changes);
+  }
 
-/**
- * Deletes an insight. Of concurrent deletes of one insight, only the one whose statement removed
- * the row answers 204 and records it.
- */
-export async function removeInsight(em: EntityManager, actor: User, project: Project, id: string): Promise<void> {
-  await transaction(em, async (tx) => {
-    await lockProject(tx, project.id, 'key share');
-    const title = await deleteInsightRow(tx, project.id, id);
-    if (title === undefined) throw insightNotFound();
-    recordActivity(tx, project, actor, 'insight.deleted', { insight_id: id, title });
-  });
+  /**
+   * Applies the changes in one transaction. `increment` is added by the database in a single
+   * statement, so concurrent increments serialise on the row and none is lost. `em` may be in a
+   * transaction already (the changes are then part of it).
+   */
+  async edit({ em, caller }: Scope, project: Project, id: string, changes: InsightChanges): Promise<Insight> {
+    const { title, value, emoji, increment, ...unhandled } = changes;
+    const _everyField: Record<string, never> = unhandled;
+    if (increment !== undefined && value !== undefined) {
+      throw InvalidRequest.field('/body/increment', 'cannot be combined with value');
+    }
+    return transaction(em, async (tx) => {
+      await lockProject(tx, project.id, 'key share');
+      if (increment !== undefined) {
+        const incremented = await incrementInsightValue(tx, project.id, id, increment);
+        if (!incremented) {
+          if (!(await insightExists(tx, project.id, id))) throw insightNotFound();
+          throw notANumber();
+        }
+      }
+      const insight = await updateInsightFields(tx, project.id, id, { title, value, emoji });
+      if (!insight) throw insightNotFound();
+      const fields = (['title', 'value', 'emoji', 'increment'] as const).filter((field) => changes[field] !== undefined);
+      recordActivity(tx, project, caller.user, 'insight.updated', { insight_id: id, fields });
+      await queueChange(tx, project.id, 'insight.updated', this.shapes.insight(insight));
+      return insight;
+    });
+  }
+
+  /**
+   * Deletes an insight. Of concurrent deletes of one insight, only the one whose statement removed
+   * the row answers 204 and records it.
+   */
+  async remove({ em, caller }: Scope, project: Project, id: string): Promise<void> {
+    await transaction(em, async (tx) => {
+      await lockProject(tx, project.id, 'key share');
+      const title = await deleteInsightRow(tx, project.id, id);
+      if (title === undefined) throw insightNotFound();
+      recordActivity(tx, project, caller.user, 'insight.deleted', { insight_id: id, title });
+    });
+  }
 }
 
 /** One request's increment, waiting for its insight's group. */

@@ -1,14 +1,13 @@
 import type { Handler } from '../http/handler-types.js';
 import { projectAccess } from '../domain/access.js';
-import { endUserOf, recordEndUserProperties } from '../domain/end-users.js';
 import { presentEndUser } from '../presenters/project.js';
 
-export const identifyEndUser: Handler<'identifyEndUser'> = async ({ params, body, caller, em }) => {
+export const identifyEndUser: Handler<'identifyEndUser'> = async ({ params, body, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'end-user.identify');
-  return { status: 200, data: presentEndUser(await recordEndUserProperties(em, project, params.user_id, body)) };
+  return { status: 200, data: presentEndUser(await services.endUsers.record({ em, caller }, project, params.user_id, body)) };
 };
 
-export const getEndUser: Handler<'getEndUser'> = async ({ params, caller, em }) => {
+export const getEndUser: Handler<'getEndUser'> = async ({ params, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'end-user.read');
-  return { status: 200, data: presentEndUser(await endUserOf(em, project, params.user_id)) };
+  return { status: 200, data: presentEndUser(await services.endUsers.get({ em, caller }, project, params.user_id)) };
 };

@@ -1,27 +1,26 @@
 import type { Handler } from '../http/handler-types.js';
 import { projectAccess } from '../domain/access.js';
-import { addFeed, editFeed, feedsOf, removeFeed } from '../domain/feeds.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
 import { presentFeed } from '../presenters/project.js';
 
-export const listFeeds: Handler<'listFeeds'> = async ({ params, query, caller, em }) => {
+export const listFeeds: Handler<'listFeeds'> = async ({ params, query, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'feed.list');
   const page = pageRequest(query);
-  return { status: 200, data: toPage(await feedsOf(em, project, page), page.limit, presentFeed) };
+  return { status: 200, data: toPage(await services.feeds.list({ em, caller }, project, page), page.limit, presentFeed) };
 };
 
 export const createFeed: Handler<'createFeed'> = async ({ params, body, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'feed.create');
-  return { status: 201, data: presentFeed(await addFeed(em, caller.user, project, body, services.config.limits)) };
+  return { status: 201, data: presentFeed(await services.feeds.create({ em, caller }, project, body)) };
 };
 
-export const updateFeed: Handler<'updateFeed'> = async ({ params, body, caller, em }) => {
+export const updateFeed: Handler<'updateFeed'> = async ({ params, body, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'feed.update');
-  return { status: 200, data: presentFeed(await editFeed(em, caller.user, project, params.feed, body)) };
+  return { status: 200, data: presentFeed(await services.feeds.edit({ em, caller }, project, params.feed, body)) };
 };
 
-export const deleteFeed: Handler<'deleteFeed'> = async ({ params, caller, em }) => {
+export const deleteFeed: Handler<'deleteFeed'> = async ({ params, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'feed.delete');
-  await removeFeed(em, caller.user, project, params.feed);
+  await services.feeds.remove({ em, caller }, project, params.feed);
   return { status: 204 };
 };
