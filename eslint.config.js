@@ -16,6 +16,10 @@
 // - handlers/** import from http/ only http/handler-types.ts.
 // - policies/** are pure: values only from errors.ts (and other policies), types from anywhere.
 // - presenters/** only shape answers: nothing from handlers, http, services.ts, live/ and the like.
+// - webhooks/** is domain-level code for webhooks (endpoints, deliveries, the deliverer, the SSRF
+//   guard, their messages and presenters): like domain/** it may call the repositories (its SQL is
+//   db/repositories/webhooks.ts), and it may use domain/ and presenters/; domain/** does not import
+//   it back. Every other folder imports it through webhooks/index.ts only.
 // - The server imports neither the SDK nor the tools, and the SDK not the server: contract types
 //   come from spec/generated/openapi.ts. The tools check a deployment from outside.
 //
@@ -51,13 +55,17 @@ const QUERIES = forbid(
   relative('db/repositories'),
   'The repositories of server/src/db are called by server/src/domain/ only: go through a domain function.',
 );
+const WEBHOOKS_INSIDE = forbid(
+  '^\\.\\.?/(.*/)?webhooks/(?!index(\\.js)?$)',
+  'server/src/webhooks/ is imported through webhooks/index.ts only: export what is needed there.',
+);
 const NO_SDK = forbid(
   `${relative('sdk', 'tools')}|^@signalboard/`,
   'The server imports neither the SDK nor the tools: contract types come from spec/generated/openapi.ts.',
 );
 
 /** Every folder of server/src but db/, which may use all of these. */
-const OUTSIDE_DB = [NO_SDK, DRIVERS, RAW, RAW_SQL_HELPERS];
+const OUTSIDE_DB = [NO_SDK, DRIVERS, RAW, RAW_SQL_HELPERS, WEBHOOKS_INSIDE];
 
 const LAYERS = {
   db: [
@@ -75,6 +83,7 @@ const LAYERS = {
         'billing',
         'operator',
         'maintenance',
+        'webhooks',
         'app',
         'server',
         'main',
@@ -87,6 +96,10 @@ const LAYERS = {
     forbid(
       relative('handlers', 'http', 'presenters', 'services', 'live', 'operator', 'maintenance', 'app', 'server', 'main'),
       'server/src/domain/ is called by the handlers: it imports nothing from handlers, http, presenters, services.ts, live, operator or maintenance.',
+    ),
+    forbid(
+      '^\\.\\./webhooks(/|$)',
+      'server/src/webhooks/ calls the domain, not the reverse: a type both need moves down into domain/ (as domain/change-shapes.ts).',
     ),
     forbid(
       relative('config'),
@@ -114,6 +127,18 @@ const LAYERS = {
     forbid(
       relative('handlers', 'http', 'services', 'live', 'operator', 'maintenance', 'app', 'server', 'main'),
       'server/src/presenters/ only shape answers: they import nothing from handlers, http, services.ts, live, operator or maintenance.',
+    ),
+  ],
+  webhooks: [
+    ...OUTSIDE_DB,
+    forbid(
+      relative('handlers', 'http', 'services', 'live', 'operator', 'maintenance', 'app', 'server', 'main'),
+      'server/src/webhooks/ is domain-level code: it imports nothing from handlers, http, services.ts, live, operator or maintenance.',
+    ),
+    forbid(
+      relative('config'),
+      'server/src/webhooks/ takes its settings as arguments: import only types from config.ts (`import type`).',
+      true,
     ),
   ],
   // http/, live/, storage/, billing/, operator/, maintenance/ and the files at the root of server/src.
@@ -220,7 +245,14 @@ export default defineConfig(
       '@typescript-eslint/unbound-method': 'off',
     },
   },
-  { name: 'signalboard/js', files: ['**/*.js'], extends: [tseslint.configs.disableTypeChecked] },
+  { name: 'signalboard/js', files: ['**/*.{js,cjs}'], extends: [tseslint.configs.disableTypeChecked] },
+  // mocha loads a reporter with require(): the suite's reporter is CommonJS.
+  {
+    name: 'signalboard/cjs',
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { ...globals.node } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
   { name: 'signalboard/json-answers', files: ['tests/**/*.ts', 'tools/src/conformance/**/*.ts'], rules: JSON_ANSWERS_AS_ANY },
   {
     // The web console runs in browsers (its own tsconfig.json: DOM types, Preact's JSX); its build config runs in Node.
@@ -260,6 +292,7 @@ export default defineConfig(
     { selector: 'ImportExpression', message: 'server/src/policies/ are pure: no import().' },
   ]),
   layer('presenters', ['server/src/presenters/**/*.ts'], LAYERS.presenters),
+  layer('webhooks', ['server/src/webhooks/**/*.ts'], LAYERS.webhooks),
 
   {
     name: 'signalboard/sdk',
