@@ -1,4 +1,4 @@
-import { pino, symbols, type DestinationStream, type Logger } from 'pino';
+import { pino, symbols, type DestinationStream, type LogFn, type Logger } from 'pino';
 
 /** Keys whose values are censored one level into a log object, and `authorization` inside a `headers` map. */
 const SECRET_KEYS = new Set(['authorization', 'password', 'token', 'invite', 'code', 'secret']);
@@ -9,14 +9,15 @@ const CENSORED = '[redacted]';
  * of defence should someone log a header map or a body: `{ headers: { authorization } }` and
  * `{ body: { password } }` are censored. It covers what pino's `redact` paths `*.password`, … and
  * `*.headers.authorization` did, without their copy of every line (20 KiB allocated per request
- * line, measured): an object with nothing to censor is passed through as it is.
+ * line, measured): an object with nothing to censor is passed through as it is. `err` is left to
+ * `serializeError`, which writes only the fields it names (pino runs this formatter first).
  */
 export function censorSecrets(object: Record<string, unknown>): Record<string, unknown> {
   let out = object;
   for (const key in object) {
     const value = object[key];
-    if (!isMap(value)) continue;
-    const censored = censorChild(value, key === 'err');
+    if (key === 'err' || !isMap(value)) continue;
+    const censored = censorChild(value);
     if (censored === value) continue;
     if (out === object) out = { ...object };
     out[key] = censored;
@@ -24,13 +25,12 @@ export function censorSecrets(object: Record<string, unknown>): Record<string, u
   return out;
 }
 
-/** An error's `code` (a SQLSTATE, an errno) is kept: it is what an operator needs, and never a credential. */
-function censorChild(value: Record<string, unknown>, isError: boolean): Record<string, unknown> {
+function censorChild(value: Record<string, unknown>): Record<string, unknown> {
   let out = value;
   for (const key in value) {
     const child = value[key];
     let replacement: unknown = child;
-    if (SECRET_KEYS.has(key) && !(isError && key === 'code')) replacement = CENSORED;
+    if (SECRET_KEYS.has(key)) replacement = CENSORED;
     else if (key === 'headers' && isMap(child) && 'authorization' in child) replacement = { ...child, authorization: CENSORED };
     if (replacement === child) continue;
     if (out === value) out = { ...value };
@@ -41,6 +41,54 @@ function censorChild(value: Record<string, unknown>, isError: boolean): Record<s
 
 function isMap(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** What the `err` serializer writes of an error. */
+export interface LoggedError {
+  type: string;
+  /** A SQLSTATE, an errno name, a mail server's or an API's error code. */
+  code?: string | number;
+  /** An SMTP reply code (nodemailer). */
+  responseCode?: number;
+  /** An HTTP status an API client failed with. */
+  statusCode?: number;
+  /** The constraint a database error names (a name in the schema, never a value). */
+  constraint?: string;
+  /** The call frames (the stack without its first line, which repeats the message). */
+  stack?: string[];
+  /** What the error was caused by, by the same rules. */
+  cause?: LoggedError;
+}
+
+/** Codes are short words; anything else in a `code` field is not trusted to be one. */
+const CODE = /^[\w.-]{1,64}$/;
+const STACK_FRAMES = 8;
+const CAUSE_DEPTH = 3;
+
+/**
+ * The one rule for logging a failure (`logger.warn({ err: error }, 'what failed')`): its type, its
+ * codes and its call frames, never its message, nor any field not named here. A message can carry
+ * user input or secrets: a driver's holds the SQL and its values, a unique violation's `detail` the
+ * duplicate value, an HTTP client's the URL with its credentials. Anything can be thrown, so nothing
+ * about `error` is assumed.
+ */
+export function serializeError(error: unknown, depth = 0): LoggedError {
+  if (error === null || typeof error !== 'object') return { type: typeof error };
+  const { name, code, responseCode, statusCode, constraint, stack, cause } = error as Record<string, unknown>;
+  const logged: LoggedError = { type: typeof name === 'string' ? name : 'Object' };
+  if ((typeof code === 'string' && CODE.test(code)) || Number.isInteger(code)) logged.code = code as string | number;
+  if (Number.isInteger(responseCode)) logged.responseCode = responseCode as number;
+  if (Number.isInteger(statusCode)) logged.statusCode = statusCode as number;
+  if (typeof constraint === 'string' && CODE.test(constraint)) logged.constraint = constraint;
+  if (typeof stack === 'string') {
+    const frames = stack
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line.startsWith('at '));
+    if (frames.length > 0) logged.stack = frames.slice(0, STACK_FRAMES);
+  }
+  if (cause !== undefined && depth < CAUSE_DEPTH) logged.cause = serializeError(cause, depth + 1);
+  return logged;
 }
 
 /**
@@ -116,6 +164,19 @@ export function infoLineWriter<Name extends string>(
   };
 }
 
+/**
+ * Pino takes a line's message from its error's when the call gives none (`logger.warn(error)`,
+ * `logger.warn({ err })`); such a line is given a fixed one instead.
+ */
+function withMessage(this: Logger, args: Parameters<LogFn>, method: LogFn): void {
+  const [first] = args;
+  if (args.length === 1 && first instanceof Object && (first instanceof Error || 'err' in first)) {
+    method.call(this, first, 'error');
+    return;
+  }
+  method.apply(this, args);
+}
+
 /** One JSON logger for the process (to stdout unless `destination` is given). */
 export function createLogger(level: string, format: 'json' | 'pretty' = 'json', destination?: DestinationStream): Logger {
   return pino(
@@ -127,9 +188,16 @@ export function createLogger(level: string, format: 'json' | 'pretty' = 'json', 
         : {}),
       base: { service: 'signalboard' },
       formatters: { log: censorSecrets },
+      serializers: { err: serializeError },
+      hooks: { logMethod: withMessage },
     },
     destination ?? (format === 'json' ? new StdoutBatched() : undefined),
   );
+}
+
+/** The operator commands' logger: to standard error, which leaves standard output to their answer. */
+export function operatorLogger(): Logger {
+  return createLogger(process.env.LOG_LEVEL || 'warn', 'json', pino.destination(2));
 }
 
 export type { Logger };

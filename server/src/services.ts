@@ -99,10 +99,7 @@ export async function createServices(config: Config, logger: Logger, db: Databas
   onCommitted(db.orm.em, (notices) => {
     for (const notice of notices) {
       if (notice.kind === 'deliveries-queued') webhooks.wake();
-      else
-        bus
-          .announce(notice)
-          .catch((error: unknown) => logger.warn({ err: { type: (error as Error).name }, kind: notice.kind }, 'live announce failed'));
+      else bus.announce(notice).catch((error: unknown) => logger.warn({ err: error, kind: notice.kind }, 'live announce failed'));
     }
   });
   const { limits } = config;

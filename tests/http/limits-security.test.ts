@@ -1,5 +1,7 @@
-/** Headers every answer carries, CORS, and the process logger's censoring. Rate limits: tests/http/rate-limits.test.ts. */
+/** Headers every answer carries, CORS, and the process logger's censoring and error serializer. Rate limits: tests/http/rate-limits.test.ts. */
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { expect } from 'chai';
+import pg from 'pg';
 import { censorSecrets, createLogger, infoLineWriter } from '../../server/src/logger.js';
 import { LINE_FIELDS } from '../../server/src/http/request-log.js';
 import { startExtraServer } from '../support/harness.js';
@@ -88,15 +90,55 @@ describe('the process logger', () => {
     expect(line.body).to.deep.equal({ login: 'alice', password: '[redacted]', code: '[redacted]' });
     expect(line.headers).to.deep.equal({ authorization: '[redacted]' });
     expect(line.step).to.equal('sign-up');
-    // An error's code (SQLSTATE, errno) is what an operator needs; anything else secret-named in it is not kept.
-    expect(logged({ err: { type: 'DriverException', code: '57P01', token: 'api_xyz' } }).err).to.deep.equal({
-      type: 'DriverException',
-      code: '57P01',
-      token: '[redacted]',
-    });
     // What the caller logged is left as it was.
     expect(body.password).to.equal('hunter2-secret');
     expect(headers.authorization).to.equal('Bearer ses_abc');
+  });
+
+  it("logs an error's type, codes and call frames, never its message nor its other fields, however it is logged", () => {
+    const SECRET = 'whsec_logged-secret';
+    // A unique violation as the driver raises it and MikroORM wraps it: the message holds the SQL with
+    // its values, `detail` the duplicate value; the cause's message a URL with its credentials.
+    const driver = Object.assign(new pg.DatabaseError(`insert into tokens values ('${SECRET}')`, 0, 'error'), {
+      code: '23505',
+      constraint: 'tokens_hash_unique',
+      detail: `Key (hash)=(${SECRET}) already exists.`,
+    });
+    const reach = (): never => {
+      throw new Error(`could not reach https://user:${SECRET}@example.test/`, { cause: new UniqueConstraintViolationException(driver) });
+    };
+    let caught: unknown;
+    try {
+      reach();
+    } catch (error) {
+      caught = error;
+    }
+
+    const lines: string[] = [];
+    const logger = createLogger('info', 'json', { write: (line: string) => lines.push(line) }).child({ requestId: 'r-1' });
+    logger.warn({ err: caught }, 'delivery failed');
+    logger.warn({ err: caught });
+    logger.error(caught as Error);
+    logger.warn({ err: `thrown text ${SECRET}` }, 'thrown text');
+    logger.warn({ err: { name: 'Odd', code: `not a code ${SECRET}`, token: SECRET, statusCode: 502 } }, 'an object thrown');
+
+    expect(lines).to.have.length(5);
+    for (const line of lines) expect(line).not.to.include(SECRET).and.not.to.include('logged-secret');
+    const [first, second, third, text, odd] = lines.map((line) => JSON.parse(line) as Record<string, any>);
+    expect(first!.msg).to.equal('delivery failed');
+    expect(first!.err).to.have.keys('type', 'stack', 'cause');
+    expect(first!.err.type).to.equal('Error');
+    expect(first!.err.stack[0]).to.match(/^at reach \(.*limits-security\.test\.ts:\d+:\d+\)$/);
+    expect(first!.err.stack.length).to.be.within(1, 8);
+    expect(first!.err.cause).to.include({ type: 'UniqueConstraintViolationException', code: '23505', constraint: 'tokens_hash_unique' });
+    expect(first!.err.cause).to.have.keys('type', 'code', 'constraint', 'stack');
+    // Without a message of its own, a line is not given its error's.
+    expect(second!.msg).to.equal('error');
+    expect(second!.err).to.deep.equal(first!.err);
+    expect(third!.msg).to.equal('error');
+    expect(third!.err).to.deep.equal(first!.err);
+    expect(text!.err).to.deep.equal({ type: 'string' });
+    expect(odd!.err).to.deep.equal({ type: 'Odd', statusCode: 502 });
   });
 
   it('passes a line with nothing to censor through unchanged', () => {

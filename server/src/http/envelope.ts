@@ -106,19 +106,10 @@ function toApiError(error: unknown, logger: Logger): ApiError {
   if (isMissingReference(error)) return new NotFound('What this request refers to was deleted meanwhile.');
   const unavailable = databaseUnavailable(error);
   if (unavailable) {
-    const err = { type: (error as Error).name, code: (error as { code?: unknown }).code };
-    logger.warn({ err, reason: unavailable.reason }, 'database unavailable');
+    logger.warn({ err: error, reason: unavailable.reason }, 'database unavailable');
     return new Unavailable('The database could not serve this request now; retry later.', unavailable.retryAfter);
   }
-  const { name, code } = (error ?? {}) as { name?: string; code?: unknown };
-  const stack =
-    error instanceof Error
-      ? error.stack
-          ?.split('\n')
-          .filter((line) => line.trim().startsWith('at '))
-          .slice(0, 8)
-      : undefined;
-  logger.error({ err: { type: name, code, stack } }, 'unhandled error');
+  logger.error({ err: error }, 'unhandled error');
   return new Internal();
 }
 

@@ -217,7 +217,7 @@ export class LiveStreams {
       } while (client.again);
     } catch (error) {
       // The client resumes from its Last-Event-ID once the database answers again.
-      this.logger.warn({ err: { type: (error as Error).name } }, 'live events could not be read; stream closed');
+      this.logger.warn({ err: error }, 'live events could not be read; stream closed');
       client.stream.destroy();
     } finally {
       client.pumping = false;
@@ -272,7 +272,7 @@ export class LiveStreams {
       try {
         allowed = await this.checkAccess(entries.map((entry) => entry.viewer));
       } catch (error) {
-        this.logger.warn({ err: { type: (error as Error).name }, streams: entries.length }, 'live access re-check failed; streams closed');
+        this.logger.warn({ err: error, streams: entries.length }, 'live access re-check failed; streams closed');
         allowed = entries.map(() => false);
       }
       entries.forEach((entry, i) => {

@@ -29,10 +29,7 @@ export class MailOutbox {
       return false;
     }
     const sending: Promise<void> = work(this.mailer)
-      .catch((err: unknown) => {
-        const { name, code, responseCode } = err as { name?: unknown; code?: unknown; responseCode?: unknown };
-        this.logger.warn({ err: { type: name, code, responseCode } }, `${what} mail not sent`);
-      })
+      .catch((error: unknown) => this.logger.warn({ err: error }, `${what} mail not sent`))
       .finally(() => this.pending.delete(sending));
     this.pending.add(sending);
     return true;

@@ -88,11 +88,6 @@ export interface PruneReport {
 
 const SKIPPED: PruneReport = { ran: false, icons: 0, stripeEvents: 0, idempotencyKeys: 0, events: 0, webhookDeliveries: 0 };
 
-/** What a warning shows of an error: its type and code, never its message (a driver's can hold SQL with values). */
-function errorFields(error: unknown): { type: unknown; code: unknown } {
-  return { type: (error as Error).name, code: (error as { code?: unknown }).code };
-}
-
 export class Maintenance {
   private timer: NodeJS.Timeout | undefined;
   private moving: Promise<void> | undefined;
@@ -136,7 +131,7 @@ export class Maintenance {
         this.logger.warn({ file, reason, dir }, 'file left in the icon folder');
       }
     } catch (error) {
-      this.logger.warn({ err: errorFields(error) }, 'moving icons from disk failed');
+      this.logger.warn({ err: error }, 'moving icons from disk failed');
     }
   }
 
@@ -150,7 +145,7 @@ export class Maintenance {
             if (report.icons + report.stripeEvents + report.idempotencyKeys + report.events + report.webhookDeliveries > 0)
               this.logger.info(report, 'pruned');
           },
-          (error: unknown) => this.logger.warn({ err: errorFields(error) }, 'pruning failed'),
+          (error: unknown) => this.logger.warn({ err: error }, 'pruning failed'),
         )
         .finally(() => this.schedule());
     }, this.options.intervalMs).unref();

@@ -5,8 +5,8 @@
  * database no service reads.
  */
 import { parseArgs } from 'node:util';
-import { pino } from 'pino';
 import { loadConfig } from '../config.js';
+import { operatorLogger } from '../logger.js';
 import { checkCreateInviteCodeInput, InviteCodeInputError, type InviteCodeRow } from '../domain/invite-codes.js';
 import { withOperatorStore } from './client.js';
 import { UsageError } from './usage.js';
@@ -76,7 +76,7 @@ export async function inviteCommand(argv: string[]): Promise<number> {
   const args = parse(argv);
   const config = loadConfig();
   // Logs go to stderr, so stdout carries only the answer; never the code itself.
-  const logger = pino({ level: process.env.LOG_LEVEL || 'warn', base: { service: 'signalboard' } }, pino.destination(2));
+  const logger = operatorLogger();
   return withOperatorStore(config, logger, { create: args.create, offered: true }, async (store) => {
     if (args.command === 'list') {
       const rows = await store.list();

@@ -2,8 +2,8 @@
  * `migrate`: applies pending migrations to the configured database (DATABASE_URL, or the embedded
  * one in DATA_DIR) and lists them.
  */
-import { pino } from 'pino';
 import { loadConfig } from '../config.js';
+import { operatorLogger } from '../logger.js';
 import { DataDirError, DataDirInUseError } from '../db/lock.js';
 import { applyMigrations, openDatabase } from '../db/orm.js';
 import { UsageError } from './usage.js';
@@ -13,7 +13,7 @@ export const MIGRATE_SUMMARY = 'apply pending migrations (the service also appli
 export async function migrateCommand(argv: string[]): Promise<number> {
   if (argv.length > 0) throw new UsageError('migrate takes no arguments');
   const config = loadConfig();
-  const logger = pino({ level: process.env.LOG_LEVEL || 'warn', base: { service: 'signalboard' } }, pino.destination(2));
+  const logger = operatorLogger();
   let db;
   try {
     db = await openDatabase(config, logger, { migrate: false });

@@ -6,8 +6,8 @@
  * - `user email-link <username>`: the confirm link of the user's pending e-mail change (asked for
  *   with `PUT /v1/users/me/email`), with a new token good for an hour that replaces the earlier one.
  */
-import { pino } from 'pino';
 import { loadConfig } from '../config.js';
+import { operatorLogger } from '../logger.js';
 import { withOperatorStore, type OperatorStore } from './client.js';
 import { UsageError } from './usage.js';
 
@@ -32,7 +32,7 @@ export async function userCommand(argv: string[]): Promise<number> {
   const { what, make } = COMMANDS[command as keyof typeof COMMANDS];
   const config = loadConfig();
   // Logs go to stderr, so stdout carries only the answer; never the token itself.
-  const logger = pino({ level: process.env.LOG_LEVEL || 'warn', base: { service: 'signalboard' } }, pino.destination(2));
+  const logger = operatorLogger();
   // A data folder with no database is refused: a new one would have no users.
   return withOperatorStore(config, logger, { create: false, offered: false }, async (store) => {
     const link = await make(store, username);
