@@ -22,9 +22,9 @@ import { smtpMailer } from './mail/smtp.js';
 import { Maintenance } from './maintenance/prune.js';
 import { IconStore } from './storage/icons.js';
 import { S3Bucket } from './storage/s3.js';
-import { onEndpointsDisabled, type ChangeShapes } from './domain/webhooks.js';
+import type { ChangeShapes } from './domain/change-shapes.js';
 import { presentEvent, presentInsight, presentMember, presentProject } from './presenters/project.js';
-import { Deliverer } from './webhooks/deliverer.js';
+import { Deliverer, onEndpointsDisabled, Webhooks } from './webhooks/index.js';
 
 /**
  * What handlers may reach beyond their request: built once per server by createServices. The
@@ -48,8 +48,8 @@ export interface Services {
   passwordResets: PasswordResets;
   /** E-mail changes: request, confirm, undo; mail goes out after the answer. */
   emailChanges: EmailChanges;
-  /** Webhook deliveries: attempts a member asks for (a test, a retry now). */
-  webhooks: Deliverer;
+  /** A project's webhook endpoints, and the attempts a member asks for (a test, a retry now, a recovery). */
+  webhooks: Webhooks;
   /** How changes are shown in webhook deliveries: the presenters, with this service's icon addresses. */
   webhookShapes: ChangeShapes;
   /** Why the embedded database has stopped for good, once it has (a PANIC, as on a full disk): health answers 503 then. */
@@ -86,19 +86,19 @@ export async function createServices(config: Config, logger: Logger, db: Databas
     insight: presentInsight,
     event: presentEvent,
   };
-  const webhooks = new Deliverer(db, config.webhooks, logger, onEndpointsDisabled(db, outbox, logger), webhookShapes);
+  const deliverer = new Deliverer(db, config.webhooks, logger, onEndpointsDisabled(db, outbox, logger, config.webhooks), webhookShapes);
   // Events stored on any instance: their deliveries are due now.
   bus.subscribe(
     (message) => {
-      if (message.kind === 'event') webhooks.wake();
+      if (message.kind === 'event') deliverer.wake();
     },
-    () => webhooks.wake(),
+    () => deliverer.wake(),
   );
   // What every committed change declared (db/commit-notices.ts): the fan-out tells every instance,
   // which never fails the request that made the change; queued deliveries are sent now.
   onCommitted(db.orm.em, (notices) => {
     for (const notice of notices) {
-      if (notice.kind === 'deliveries-queued') webhooks.wake();
+      if (notice.kind === 'deliveries-queued') deliverer.wake();
       else bus.announce(notice).catch((error: unknown) => logger.warn({ err: error, kind: notice.kind }, 'live announce failed'));
     }
   });
@@ -119,7 +119,7 @@ export async function createServices(config: Config, logger: Logger, db: Databas
     icons,
     billing: await createBilling(config.stripe, logger),
     live,
-    webhooks,
+    webhooks: new Webhooks({ settings: config.webhooks, limits: config.limits, deliverer }),
     webhookShapes,
     passwordResets: new PasswordResets(db.orm, { bcryptRounds: config.bcryptRounds, linkBase: config.passwordReset.url }, outbox, logger),
     emailChanges: new EmailChanges(outbox, config.emailChange, logger),
@@ -128,12 +128,12 @@ export async function createServices(config: Config, logger: Logger, db: Databas
   const rateLimits = RateLimits.create(config, db);
   // Before the service listens: icons an earlier release kept on disk are served from the first request.
   const maintenance = await new Maintenance(db, services.icons, logger, config).start();
-  webhooks.start();
+  deliverer.start();
   return {
     services,
     rateLimits,
     close: async () => {
-      await webhooks.stop();
+      await deliverer.stop();
       await maintenance.stop();
       await outbox.close();
       live.close();

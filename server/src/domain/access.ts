@@ -20,7 +20,7 @@ import {
 import { needsInviteFact, permit, permitProject, type ActingAs, type InviteeAction, type ProjectAction } from '../policies/project.js';
 import { Internal, projectNotFound } from '../errors.js';
 import type { Caller } from './credentials.js';
-import type { ProjectView } from './projects.js';
+import type { ProjectView } from './project-view.js';
 
 export interface ProjectAccess {
   /** The project as a managed entity, mapped on first use: a route that needs only its id never maps it. */

@@ -25,7 +25,7 @@ import { InvalidRequest, NotFound, projectNotFound } from '../errors.js';
 import type { ProjectAccess } from './access.js';
 import { queueChange } from '../db/repositories/webhooks.js';
 import { recordActivity } from './activity.js';
-import type { ChangeShapes } from './webhooks.js';
+import type { ChangeShapes } from './change-shapes.js';
 import { GroupCommit, type Outcome } from './group-commit.js';
 import { refuseAtCap, type Limits } from './limits.js';
 import type { Scope } from './scope.js';

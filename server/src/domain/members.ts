@@ -30,9 +30,10 @@ import { confirmAccess } from './access.js';
 import { queueChange } from '../db/repositories/webhooks.js';
 import { recordActivity } from './activity.js';
 import { endWhatTheMemberLeft } from './departure.js';
-import type { ChangeShapes } from './webhooks.js';
+import type { ChangeShapes } from './change-shapes.js';
 import { refuseAtCap, type Limits } from './limits.js';
-import { loadProject, type ProjectView } from './projects.js';
+import type { ProjectView } from './project-view.js';
+import { loadProject } from './projects.js';
 
 async function userNamed(em: EntityManager, username: string): Promise<User> {
   const user = await findUserByUsername(em, username.toLowerCase());

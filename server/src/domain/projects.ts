@@ -16,8 +16,6 @@ import {
   getProjectAfresh,
   memberProjectsPage,
   projectContentsWithin,
-  type ProjectContents,
-  type ProjectFields,
 } from '../db/repositories/projects.js';
 import { lockProject, lockUser, transaction, writeChanges } from '../db/transaction.js';
 import { conflictOn } from '../db/unique.js';
@@ -26,22 +24,11 @@ import type { IconStore } from '../storage/icons.js';
 import { confirmAccess } from './access.js';
 import { queueChange } from '../db/repositories/webhooks.js';
 import { recordActivity } from './activity.js';
-import type { ChangeShapes } from './webhooks.js';
+import type { ChangeShapes } from './change-shapes.js';
+import type { ProjectView } from './project-view.js';
 import type { WebhookVerifier } from './billing.js';
 import { refuseAtCap, type Limits } from './limits.js';
 import { PAGE_BYTES } from './pagination.js';
-
-export type { FeedRow, MemberRow, ProjectFields } from '../db/repositories/projects.js';
-
-/**
- * A project with what its answer shows. Members and feeds are plain rows, not managed entities: an
- * answer never changes them, and mapping a project's 45 of them into the identity map costs more CPU
- * than running the statements (docs/performance-journal.md has the figures). `id` is the project's, for pagination.
- */
-export interface ProjectView extends ProjectContents {
-  id: string;
-  project: ProjectFields;
-}
 
 /** A new project as the contract takes it (`POST /v1/projects`). */
 export type NewProject = components['schemas']['CreateProjectRequest'];

@@ -34,7 +34,7 @@ import {
   rotateWebhookSecret,
   testWebhook,
   updateWebhook,
-} from './webhooks.js';
+} from './webhook-routes.js';
 
 export const handlers: Handlers = {
   getRoot,

@@ -8,7 +8,7 @@ import type { ActivityRow } from '../domain/activity.js';
 import type { EndUserRow } from '../domain/end-users.js';
 import type { EventCounts } from '../domain/event-counts.js';
 import type { EventRow } from '../domain/events.js';
-import type { FeedRow, ProjectView } from '../domain/projects.js';
+import type { FeedRow, ProjectView } from '../domain/project-view.js';
 import type { IconStore } from '../storage/icons.js';
 
 type Schemas = components['schemas'];

@@ -18,20 +18,19 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Logger } from 'pino';
 import type { WebhookSettings } from '../config.js';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { unitOfWork, type Database } from '../db/orm.js';
 import {
-  claimDueDeliveries,
-  settleAttempts,
-  storedEvents,
-  tidyDeliveries,
-  type ChangeShapes,
+  claimDue,
+  settle,
+  vacuumDeliveries,
   type ClaimedDelivery,
   type DisabledEndpoint,
   type Outcome,
-} from '../domain/webhooks.js';
-import type { EventRow } from '../domain/events.js';
+} from '../db/repositories/webhooks.js';
+import type { ChangeShapes } from '../domain/change-shapes.js';
 import { guardedLookup } from './address-guard.js';
-import { messageOf, requestFor, type Message } from './messages.js';
+import { messagesOf, requestFor, type Message } from './messages.js';
 import { delivered, logEntry, send, type AttemptResult } from './send.js';
 
 /** Deliveries claimed for one endpoint at a time. */
@@ -59,7 +58,7 @@ const CLAIM_GAP_MS = 10;
  */
 const STOP_WAIT_MS = 5_000;
 
-/** Outcomes written on this instance between two vacuums of the deliveries' table (`tidyDeliveries`). */
+/** Outcomes written on this instance between two vacuums of the deliveries' table (the repository's `vacuumDeliveries`). */
 const TIDY_EVERY = 10_000;
 
 /** Endpoints whose connections are kept alive at once; past it, those of the endpoint used longest ago are closed. */
@@ -154,6 +153,11 @@ export class Deliverer {
     }
   }
 
+  /** The messages of queued deliveries, by delivery id, as the queue sends them (messages.ts `messagesOf`). */
+  messagesOf(em: EntityManager, deliveries: Pick<ClaimedDelivery, 'id' | 'type' | 'eventId' | 'payload'>[]): Promise<Map<string, Message>> {
+    return messagesOf(em, deliveries, this.shapes);
+  }
+
   /** One attempt at `url` with `message`, outside the queue (the test operation, a retry now). */
   attempt(delivery: { id: string; createdAt: Date; url: string; format: ClaimedDelivery['format']; secrets: string[] }, message: Message) {
     const { body, headers } = requestFor(delivery.format, delivery, message, new Date());
@@ -165,7 +169,7 @@ export class Deliverer {
     if (free <= 0) return;
     let claimed: ClaimedDelivery[];
     try {
-      claimed = await claimDueDeliveries(unitOfWork(this.db.orm), {
+      claimed = await claimDue(unitOfWork(this.db.orm), {
         skipEndpoints: [...this.busy],
         probeEndpoints: [...this.struggling],
         perEndpoint: BATCH,
@@ -211,8 +215,7 @@ export class Deliverer {
   /** Sends one endpoint's batch, writing its outcomes as they come (`SETTLE_EVERY` a statement, one statement at a time). */
   private async deliver(batch: ClaimedDelivery[], attemptsDone: () => void): Promise<void> {
     const em = unitOfWork(this.db.orm);
-    const eventIds = batch.flatMap((d) => (d.eventId === null ? [] : [d.eventId]));
-    const events = new Map((eventIds.length > 0 ? await storedEvents(em, eventIds) : []).map((e) => [e.id, e]));
+    const messages = await this.messagesOf(em, batch);
     const agents = this.agentsFor(batch[0]!.endpointId);
     const outcomes: Outcome[] = [];
     let unwritten: Outcome[] = [];
@@ -221,7 +224,7 @@ export class Deliverer {
       const chunk = unwritten;
       unwritten = [];
       writing = writing.then(async () => {
-        const disabled = await settleAttempts(em, chunk, this.settings.disableAfterMs);
+        const disabled = await settle(em, chunk, this.settings.disableAfterMs);
         if (disabled.length > 0) await this.onDisabled(disabled);
         this.tidyAfter(chunk.length);
       });
@@ -230,7 +233,7 @@ export class Deliverer {
     const worker = async () => {
       while (next < batch.length) {
         const delivery = batch[next++]!;
-        const outcome = await this.send(delivery, events, agents);
+        const outcome = await this.send(delivery, messages.get(delivery.id), agents);
         outcomes.push(outcome);
         unwritten.push(outcome);
         if (unwritten.length >= SETTLE_EVERY) write();
@@ -243,13 +246,13 @@ export class Deliverer {
     await writing;
   }
 
+  /** One attempt at a claimed delivery, with its message (none: its event is no longer stored). */
   private async send(
     delivery: ClaimedDelivery,
-    events: Map<string, EventRow>,
+    message: Message | undefined,
     agents: { http: http.Agent; https: https.Agent },
   ): Promise<Outcome> {
     const at = new Date().toISOString();
-    const message = messageOf(delivery, delivery.eventId === null ? undefined : events.get(delivery.eventId), this.shapes);
     if (!message) {
       // The event's feed was deleted, or retention took it: there is nothing left to send.
       const entry = { at, status_code: null, duration_ms: 0, body: null, error: 'the event is no longer stored' };
@@ -265,7 +268,7 @@ export class Deliverer {
     this.settledSinceTidy += settled;
     if (this.settledSinceTidy < TIDY_EVERY || this.tidying) return;
     this.settledSinceTidy = 0;
-    this.tidying = tidyDeliveries(unitOfWork(this.db.orm))
+    this.tidying = vacuumDeliveries(unitOfWork(this.db.orm))
       .catch((error: unknown) => this.logger.warn({ err: { type: (error as Error).name } }, 'webhook deliveries vacuum failed'))
       .finally(() => (this.tidying = undefined));
   }

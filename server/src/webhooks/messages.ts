@@ -17,8 +17,10 @@
  */
 import { Webhook } from 'standardwebhooks';
 import type { components } from '../../../spec/generated/openapi.js';
-import type { ChangeShapes, ClaimedDelivery, WebhookFormat, WebhookType } from '../domain/webhooks.js';
-import type { EventRow } from '../domain/events.js';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { eventsByIds } from '../db/repositories/events.js';
+import type { ClaimedDelivery, WebhookFormat, WebhookType } from '../db/repositories/webhooks.js';
+import type { ChangeShapes } from '../domain/change-shapes.js';
 
 type Schemas = components['schemas'];
 
@@ -33,17 +35,28 @@ export type Message =
 export type MessageType = Message['type'] & (WebhookType | 'webhook.test');
 
 /**
- * The message a queued delivery sends, whether the deliverer sends it or a member retries it now:
- * an event as the API shows it now (`event`: the delivery's event, undefined when it is no longer
- * stored, and then there is none), or another change as it was queued.
+ * The messages queued deliveries send, by delivery id, whether the deliverer sends them or a member
+ * retries one now: an event as the API shows it now, read from the events still stored, or another
+ * change as it was queued. A delivery whose event is no longer stored (retention, or its feed's
+ * delete, took it) has none: there is nothing left to send.
  */
-export function messageOf(
-  delivery: Pick<ClaimedDelivery, 'type' | 'eventId' | 'payload'>,
-  event: EventRow | undefined,
+export async function messagesOf(
+  em: EntityManager,
+  deliveries: Pick<ClaimedDelivery, 'id' | 'type' | 'eventId' | 'payload'>[],
   shapes: Pick<ChangeShapes, 'event'>,
-): Message | undefined {
-  if (delivery.eventId === null) return { type: delivery.type, data: delivery.payload } as Message;
-  return event ? ({ type: 'event.created', data: shapes.event(event) } as Message) : undefined;
+): Promise<Map<string, Message>> {
+  const eventIds = deliveries.flatMap((d) => (d.eventId === null ? [] : [d.eventId]));
+  const events = new Map((eventIds.length > 0 ? await eventsByIds(em, eventIds) : []).map((e) => [e.id, e]));
+  const messages = new Map<string, Message>();
+  for (const delivery of deliveries) {
+    if (delivery.eventId === null) {
+      messages.set(delivery.id, { type: delivery.type, data: delivery.payload } as Message);
+      continue;
+    }
+    const event = events.get(delivery.eventId);
+    if (event) messages.set(delivery.id, { type: 'event.created', data: shapes.event(event) } as Message);
+  }
+  return messages;
 }
 
 /** How a chat service takes text: `text` makes a written value plain, `strong` marks what stands out (already plain). */

@@ -1,9 +1,9 @@
 /** Webhook endpoints and their deliveries, on the wire. A secret is shown only where an operation makes one. */
 import type { components } from '../../../spec/generated/openapi.js';
-import { shownUrl } from '../domain/webhook-urls.js';
-import type { DeliveryRow, EndpointRow } from '../domain/webhooks.js';
-import type { AttemptResult } from '../webhooks/send.js';
-import { presentMember, type IconUrls } from './project.js';
+import type { DeliveryRow, EndpointRow } from '../db/repositories/webhooks.js';
+import { presentMember, type IconUrls } from '../presenters/project.js';
+import type { AttemptResult } from './send.js';
+import { shownUrl } from './url-mask.js';
 
 type Schemas = components['schemas'];
 
@@ -27,7 +27,7 @@ export function presentCreatedWebhook(
   { endpoint, secret }: { endpoint: EndpointRow; secret: string },
   icons: IconUrls,
 ): Schemas['CreatedWebhookEndpoint'] {
-  // The one answer that shows a Slack or Discord address whole (domain/webhook-urls.ts).
+  // The one answer that shows a Slack or Discord address whole (url-mask.ts).
   return { ...presentWebhook(endpoint, icons), url: endpoint.url, secret };
 }
 
