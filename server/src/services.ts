@@ -4,12 +4,15 @@ import type { Config } from './config.js';
 import { onCommitted } from './db/commit-notices.js';
 import { unitOfWork, type Database } from './db/orm.js';
 import { Accounts } from './domain/accounts.js';
+import { Credentials } from './domain/credentials.js';
 import { EndUsers } from './domain/end-users.js';
 import { Events } from './domain/events.js';
 import { Feeds } from './domain/feeds.js';
 import { DatabaseIconRows } from './domain/icons.js';
 import { Insights } from './domain/insights.js';
 import { LogSnag } from './domain/logsnag.js';
+import { Members } from './domain/members.js';
+import { Projects } from './domain/projects.js';
 import { notifyThrough } from './db/listen-notify.js';
 import { EmailChanges } from './domain/email-change.js';
 import { PasswordResets } from './domain/password-reset.js';
@@ -35,12 +38,17 @@ export interface Services {
   config: Config;
   logger: Logger;
   accounts: Accounts;
+  /** The caller's sessions and API tokens. */
+  credentials: Credentials;
   events: Events;
   feeds: Feeds;
   insights: Insights;
   endUsers: EndUsers;
   /** LogSnag's requests, mapped onto the modules above. */
   logsnag: LogSnag;
+  projects: Projects;
+  /** A project's members and invites, and its hand-over. */
+  members: Members;
   icons: IconStore;
   billing: Billing;
   live: LiveStreams;
@@ -50,8 +58,6 @@ export interface Services {
   emailChanges: EmailChanges;
   /** A project's webhook endpoints, and the attempts a member asks for (a test, a retry now, a recovery). */
   webhooks: Webhooks;
-  /** How changes are shown in webhook deliveries: the presenters, with this service's icon addresses. */
-  webhookShapes: ChangeShapes;
   /** Why the embedded database has stopped for good, once it has (a PANIC, as on a full disk): health answers 503 then. */
   databaseFailure(): string | undefined;
 }
@@ -107,20 +113,23 @@ export async function createServices(config: Config, logger: Logger, db: Databas
   const feeds = new Feeds({ limits });
   const insights = new Insights({ limits, shapes: webhookShapes });
   const endUsers = new EndUsers();
+  const billing = await createBilling(config.stripe, logger);
   const services: Services = {
     config,
     logger,
-    accounts: new Accounts(config.bcryptRounds, config.limits.sessionsPerUser),
+    accounts: new Accounts({ bcryptRounds: config.bcryptRounds, sessionsPerUser: limits.sessionsPerUser, icons, billing }),
+    credentials: new Credentials({ limits }),
     events,
     feeds,
     insights,
     endUsers,
     logsnag: new LogSnag({ events, feeds, insights, endUsers }),
+    projects: new Projects({ icons, billing, limits, shapes: webhookShapes }),
+    members: new Members({ limits, shapes: webhookShapes }),
     icons,
-    billing: await createBilling(config.stripe, logger),
+    billing,
     live,
     webhooks: new Webhooks({ settings: config.webhooks, limits: config.limits, deliverer }),
-    webhookShapes,
     passwordResets: new PasswordResets(db.orm, { bcryptRounds: config.bcryptRounds, linkBase: config.passwordReset.url }, outbox, logger),
     emailChanges: new EmailChanges(outbox, config.emailChange, logger),
     databaseFailure: () => db.failed(),

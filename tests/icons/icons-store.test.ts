@@ -16,9 +16,11 @@ import Koa from 'koa';
 import { pino } from 'pino';
 import { loadConfig } from '../../server/src/config.js';
 import { Project, User } from '../../server/src/db/entities.js';
-import { changeProject, createOwnedProject } from '../../server/src/domain/projects.js';
+import { Projects } from '../../server/src/domain/projects.js';
+import type { Scope } from '../../server/src/domain/scope.js';
 import { Unavailable } from '../../server/src/errors.js';
 import { envelope } from '../../server/src/http/envelope.js';
+import { UNLIMITED } from '../../server/src/policies/project.js';
 import { moveDiskIcons } from '../../server/src/storage/disk-icons.js';
 import { IconCache } from '../../server/src/storage/icon-cache.js';
 import { IconStore, type Icon, type IconBucket, type IconRows } from '../../server/src/storage/icons.js';
@@ -224,10 +226,22 @@ describe('icon store', () => {
       let url: string;
       let change: (owner: User) => Promise<unknown>;
       let failing: IconStore;
+      let projects: Projects;
+
+      /** The owner's own session acting in `em`, as a handler's context would be. */
+      const asOwner = (em: Scope['em'], owner: User): Scope => ({
+        em,
+        caller: { user: owner, userId: owner.id, username: owner.username, kind: 'session', credentialId: 'unused', grant: UNLIMITED },
+      });
 
       before(async () => {
         user = await signUp();
         failing = new IconStore(databaseRows(), () => 'http://cdn.test/cdn', { bucket: await unreachableBucket() });
+        // The icon store fails before anything is queued for webhooks or billed: neither is ever reached.
+        const unreached = () => expect.fail('a refused change reached webhooks or billing');
+        const shapes = { member: unreached, project: unreached, insight: unreached, event: unreached };
+        const billing = { cancelSubscription: unreached, assertWebhookOn: unreached, verifyEvent: unreached };
+        projects = new Projects({ icons: failing, billing, limits: loadConfig().limits, shapes });
         const app = new Koa();
         app.silent = true;
         app.use(envelope());
@@ -256,8 +270,7 @@ describe('icon store', () => {
         const namespace = namespaceName();
         const sent = png(5, 5, { color: [5, 5, 5] });
         const icon = DATA_URL + sent.toString('base64');
-        change = (owner) =>
-          createOwnedProject(database().orm.em.fork(), failing, owner, { name: 'Full', namespace, icon }, loadConfig().limits);
+        change = (owner) => projects.create(asOwner(database().orm.em.fork(), owner), { name: 'Full', namespace, icon });
         await expectUnreachable();
         expect(await sql('select id from projects where namespace = ?', [namespace])).to.deep.equal([]);
         expect(await iconRow(sha256(storedIcon(sent)))).to.equal(undefined);
@@ -271,10 +284,7 @@ describe('icon store', () => {
         change = async (owner) => {
           const em = database().orm.em.fork();
           const row = await em.findOneOrFail(Project, { id: project.id });
-          // The icon store fails before anything is queued for webhooks: showing a change is never reached.
-          const unreached = () => expect.fail('a refused change queued a webhook delivery');
-          const shapes = { member: unreached, project: unreached, insight: unreached, event: unreached };
-          return changeProject(em, failing, owner, row, { name: 'Renamed', icon: DATA_URL + sent.toString('base64') }, shapes);
+          return projects.change(asOwner(em, owner), row, { name: 'Renamed', icon: DATA_URL + sent.toString('base64') });
         };
         await expectUnreachable();
         expect(await sql(PROJECT_STATE, [project.id])).to.deep.equal(before);

@@ -8,7 +8,6 @@
  * row lock only if the hash checked is still the user's: a login that read the old password while
  * a change or a reset committed opens no session.
  */
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { components } from '../../../spec/generated/openapi.js';
 import type { User } from '../db/entities.js';
 import {
@@ -26,10 +25,13 @@ import {
 import { InvalidInvite, InvalidRequest, Unauthenticated } from '../errors.js';
 import type { IconStore } from '../storage/icons.js';
 import { conflictOn } from '../db/unique.js';
+import { deleteAccount } from './account-deletion.js';
 import { redeemInviteCode } from './invite-codes.js';
 import { openSession, type Device } from './credentials.js';
 import { comparePassword, hashPassword } from './passwords.js';
 import { lockUser, transaction } from '../db/transaction.js';
+import type { SubscriptionCanceller } from './billing.js';
+import type { Scope } from './scope.js';
 
 const MAX_PASSWORD_BYTES = 72;
 
@@ -56,46 +58,41 @@ export const ACCOUNT_TAKEN = {
 /** `PATCH /v1/users/me`'s body: a new username, a new icon as a data URL, or null to remove it. */
 export type AccountChanges = components['schemas']['UpdateUserRequest'];
 
-/**
- * Changes the user's own username or icon; what `changes` leaves out is kept. The database's
- * unique constraint settles a race for a name (one winner, the other 409).
- * A refused icon is refused before anything is written; an accepted one is stored after the flush
- * that could still refuse the change, in the same transaction, so a refused change stores none.
- */
-export async function updateAccount(em: EntityManager, icons: IconStore, user: User, changes: AccountChanges): Promise<User> {
-  const icon = typeof changes.icon === 'string' ? await icons.parse(changes.icon, 'update', '/body/icon', user.id) : undefined;
-  const update = () =>
-    transaction(em, async (tx) => {
-      await lockUser(tx, user.id);
-      const current = await updateUserProfile(tx, user.id, {
-        ...(changes.username !== undefined && { username: changes.username }),
-        ...(changes.icon !== undefined && { icon: icon?.sha256 ?? null }),
-      });
-      if (icon) await icons.save(tx, icon);
-      return current;
-    });
-  return conflictOn(update, ACCOUNT_TAKEN);
-}
-
 export type SignupInput = components['schemas']['SignupRequest'];
 
+/** What the accounts module is built with (services.ts). */
+export interface AccountsDeps {
+  bcryptRounds: number;
+  /** Sessions a user holds at once (`MAX_SESSIONS_PER_USER`): a login past it ends the one used longest ago. */
+  sessionsPerUser: number;
+  icons: IconStore;
+  /** Cancels the subscriptions of the projects an account's delete takes with it. */
+  billing: SubscriptionCanceller;
+}
+
+/** Accounts: sign-up, login, and the owner's own changes and delete. */
 export class Accounts {
+  private readonly bcryptRounds: number;
+  private readonly sessionsPerUser: number;
+  private readonly icons: IconStore;
+  private readonly billing: SubscriptionCanceller;
+
   /**
    * Compared against when the login names no account, so both failures cost one bcrypt compare.
    * Hashed on the worker pool from the start, so neither start-up nor the first login waits for it.
    */
   private readonly decoyHash: Promise<string>;
 
-  constructor(
-    private readonly bcryptRounds: number,
-    /** Sessions a user holds at once (`MAX_SESSIONS_PER_USER`): a login past it ends the one used longest ago. */
-    private readonly sessionsPerUser: number,
-  ) {
+  constructor({ bcryptRounds, sessionsPerUser, icons, billing }: AccountsDeps) {
+    this.bcryptRounds = bcryptRounds;
+    this.sessionsPerUser = sessionsPerUser;
+    this.icons = icons;
+    this.billing = billing;
     this.decoyHash = hashPassword('decoy password, never a real one', bcryptRounds);
     this.decoyHash.catch(() => undefined); // a failure surfaces at the login that needs it
   }
 
-  async signup(em: EntityManager, input: SignupInput, device: Device) {
+  async signup({ em }: Pick<Scope, 'em'>, input: SignupInput, device: Device) {
     refuseLongPassword(input.password, '/body/password');
     const passwordHash = await hashPassword(input.password, this.bcryptRounds);
     const create = () =>
@@ -109,7 +106,7 @@ export class Accounts {
     return conflictOn(create, ACCOUNT_TAKEN);
   }
 
-  async login(em: EntityManager, login: string, password: string, device: Device) {
+  async login({ em }: Pick<Scope, 'em'>, login: string, password: string, device: Device) {
     const user = login.includes('@') ? await findUserByEmail(em, login) : await findUserByUsername(em, login);
     // bcrypt reads no further than 72 bytes, so a longer password would match on its first 72 alone.
     // It can never be the password (sign-up refuses it), and is refused as any wrong password is, after
@@ -138,13 +135,14 @@ export class Accounts {
   }
 
   /**
-   * Replaces the user's password when `current` is the password it has, then ends every session of
-   * the user but `keepSessionId` (API tokens stay), voids its reset link and pending e-mail change,
+   * Replaces the caller's password when `current` is the password it has, then ends every session of
+   * the user but the caller's own (API tokens stay), voids its reset link and pending e-mail change,
    * and their event streams once it commits. A wrong `current` is 401 `invalid_credentials` and
    * changes nothing. The new hash is written only over the hash `current` was checked against: of
    * two changes racing from one password, one wins and the other is refused as a wrong password.
    */
-  async changePassword(em: EntityManager, user: User, keepSessionId: string, current: string, next: string): Promise<void> {
+  async changePassword({ em, caller }: Scope, current: string, next: string): Promise<void> {
+    const user = caller.user;
     refuseLongPassword(next, '/body/new_password');
     const checkedHash = user.passwordHash;
     await this.confirmPassword(user, current);
@@ -154,7 +152,38 @@ export class Accounts {
         throw new Unauthenticated('invalid_credentials', 'Wrong password.');
       await voidResetTokens(tx, user.id);
       await voidEmailChange(tx, user.id);
-      await deleteOtherSessions(tx, user.id, keepSessionId);
+      await deleteOtherSessions(tx, user.id, caller.credentialId);
     });
+  }
+
+  /**
+   * Changes the caller's own username or icon; what `changes` leaves out is kept. The database's
+   * unique constraint settles a race for a name (one winner, the other 409).
+   * A refused icon is refused before anything is written; an accepted one is stored after the flush
+   * that could still refuse the change, in the same transaction, so a refused change stores none.
+   */
+  async update({ em, caller }: Scope, changes: AccountChanges): Promise<User> {
+    const user = caller.user;
+    const icon = typeof changes.icon === 'string' ? await this.icons.parse(changes.icon, 'update', '/body/icon', user.id) : undefined;
+    const update = () =>
+      transaction(em, async (tx) => {
+        await lockUser(tx, user.id);
+        const current = await updateUserProfile(tx, user.id, {
+          ...(changes.username !== undefined && { username: changes.username }),
+          ...(changes.icon !== undefined && { icon: icon?.sha256 ?? null }),
+        });
+        if (icon) await this.icons.save(tx, icon);
+        return current;
+      });
+    return conflictOn(update, ACCOUNT_TAKEN);
+  }
+
+  /**
+   * Deletes the caller's account once `password` is confirmed again (401 `invalid_credentials`
+   * otherwise): account-deletion.ts says what goes with it and what may refuse it.
+   */
+  async delete({ em, caller }: Scope, password: string): Promise<void> {
+    await this.confirmPassword(caller.user, password);
+    await deleteAccount(em, this.billing, caller.user);
   }
 }

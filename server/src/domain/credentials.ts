@@ -29,6 +29,7 @@ import { lockUser, ownTransaction, transaction } from '../db/transaction.js';
 import { InvalidRequest, NotFound, Unauthenticated, type ErrorDetail } from '../errors.js';
 import { isScopeSet, UNLIMITED, type Grant, type TokenScope } from '../policies/project.js';
 import { refuseAtCap, type Limits } from './limits.js';
+import type { Scope } from './scope.js';
 
 const SESSION_IDLE_DAYS = 30;
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -164,11 +165,6 @@ function tokenGrant(row: CredentialRow): Grant {
   return { scopes, projectIds: limited ? new Set(row.project_ids) : undefined };
 }
 
-/** Logout: the session row is also its device record, so deleting it forgets both. */
-export async function closeSession(em: EntityManager, sessionId: string): Promise<void> {
-  await ownTransaction(em, (tx) => deleteSession(tx, sessionId));
-}
-
 /** An API token with the namespaces, as they are now, of the projects it is limited to (null: not limited). */
 export interface ApiTokenView {
   id: string;
@@ -178,40 +174,6 @@ export interface ApiTokenView {
 
 /** What a new API token is made with, as the contract has it. */
 export type ApiTokenRequest = components['schemas']['CreateApiTokenRequest'];
-
-/**
- * Mints an API token; 409 `limit_reached` when the user has as many as it may (expired ones count
- * until revoked). The user's row is locked while its tokens are counted, so concurrent mints pass
- * the cap one at a time. A token limited to projects is limited to projects the user is a member
- * of now: any other namespace, known or not, is 400 pointing at it, alike, and nothing is made.
- */
-export async function mintApiToken(
-  em: EntityManager,
-  user: User,
-  request: ApiTokenRequest,
-  limits: Limits,
-): Promise<ApiTokenView & { token: string }> {
-  // Every field of the contract's body, so that one it adds does not compile until it is handled here.
-  const { name, expires_in_days: expiresInDays, projects, scopes: askedScopes, ...rest } = request;
-  noFieldLeft(rest);
-  const scopes: TokenScope[] = [...(askedScopes ?? UNLIMITED.scopes)].sort();
-  if (!isScopeSet(scopes)) throw InvalidRequest.field('/body/scopes', 'must be ["all"] alone, or scopes other than all');
-  return transaction(em, async (tx) => {
-    await lockUser(tx, user.id);
-    const projectIds = projects && (await projectsOfMember(tx, user.id, projects));
-    const tokens = await countApiTokens(tx, user.id);
-    refuseAtCap(limits, 'apiTokensPerUser', tokens, `You have ${tokens} API tokens`);
-    const { token, tokenHash } = mintToken('api');
-    const now = new Date();
-    const apiToken = await insertApiToken(
-      tx,
-      user,
-      { name, tokenHash, createdAt: now, expiresAt: expiresInDays ? new Date(now.getTime() + expiresInDays * DAY_MS) : null, scopes },
-      projectIds,
-    );
-    return { id: apiToken.id, apiToken, token, projects: projects ? [...projects].sort() : null };
-  });
-}
 
 function noFieldLeft(_rest: Record<string, never>): void {}
 
@@ -229,28 +191,73 @@ async function projectsOfMember(tx: EntityManager, userId: string, namespaces: s
   return [...ids.values()];
 }
 
-/** The user's API tokens, newest first, with the projects they are limited to. */
-export async function apiTokensOf(em: EntityManager, user: User, page: PageRequest): Promise<ApiTokenView[]> {
-  const tokens = await apiTokenPage(em, user.id, page);
-  const limited = tokens.filter((apiToken) => apiToken.limitedToProjects).map((apiToken) => apiToken.id);
-  const namespaces = await tokenProjectNamespaces(em, user.id, limited);
-  return tokens.map((apiToken) => ({
-    id: apiToken.id,
-    apiToken,
-    projects: apiToken.limitedToProjects ? (namespaces.get(apiToken.id) ?? []) : null,
-  }));
-}
+/** The caller's own credentials: its sessions and API tokens, listed and ended. The cap on API tokens comes with the module. */
+export class Credentials {
+  private readonly limits: Limits;
 
-export async function revokeApiToken(em: EntityManager, user: User, id: string): Promise<void> {
-  if (!(await ownTransaction(em, (tx) => deleteApiToken(tx, user.id, id)))) throw new NotFound('No API token with this id.');
-}
+  constructor({ limits }: { limits: Limits }) {
+    this.limits = limits;
+  }
 
-/** The user's sessions that have not expired, newest first. */
-export function sessionsOf(em: EntityManager, user: User, page: PageRequest): Promise<Session[]> {
-  return sessionPage(em, user.id, page);
-}
+  /** Logout: ends the caller's session. The session row is also its device record, so deleting it forgets both. */
+  async close({ em, caller }: Scope): Promise<void> {
+    await ownTransaction(em, (tx) => deleteSession(tx, caller.credentialId));
+  }
 
-/** Ends one of the user's sessions, deleting it with its device record; 404 for another user's or an unknown id. */
-export async function endSession(em: EntityManager, user: User, id: string): Promise<void> {
-  if (!(await ownTransaction(em, (tx) => deleteSession(tx, id, user.id)))) throw new NotFound('No session with this id.');
+  /**
+   * Mints an API token of the caller; 409 `limit_reached` when the user has as many as it may (expired ones count
+   * until revoked). The user's row is locked while its tokens are counted, so concurrent mints pass
+   * the cap one at a time. A token limited to projects is limited to projects the user is a member
+   * of now: any other namespace, known or not, is 400 pointing at it, alike, and nothing is made.
+   */
+  async mintApiToken({ em, caller }: Scope, request: ApiTokenRequest): Promise<ApiTokenView & { token: string }> {
+    const user = caller.user;
+    // Every field of the contract's body, so that one it adds does not compile until it is handled here.
+    const { name, expires_in_days: expiresInDays, projects, scopes: askedScopes, ...rest } = request;
+    noFieldLeft(rest);
+    const scopes: TokenScope[] = [...(askedScopes ?? UNLIMITED.scopes)].sort();
+    if (!isScopeSet(scopes)) throw InvalidRequest.field('/body/scopes', 'must be ["all"] alone, or scopes other than all');
+    return transaction(em, async (tx) => {
+      await lockUser(tx, user.id);
+      const projectIds = projects && (await projectsOfMember(tx, user.id, projects));
+      const tokens = await countApiTokens(tx, user.id);
+      refuseAtCap(this.limits, 'apiTokensPerUser', tokens, `You have ${tokens} API tokens`);
+      const { token, tokenHash } = mintToken('api');
+      const now = new Date();
+      const apiToken = await insertApiToken(
+        tx,
+        user,
+        { name, tokenHash, createdAt: now, expiresAt: expiresInDays ? new Date(now.getTime() + expiresInDays * DAY_MS) : null, scopes },
+        projectIds,
+      );
+      return { id: apiToken.id, apiToken, token, projects: projects ? [...projects].sort() : null };
+    });
+  }
+
+  /** The caller's API tokens, newest first, with the projects they are limited to. */
+  async apiTokens({ em, caller }: Scope, page: PageRequest): Promise<ApiTokenView[]> {
+    const tokens = await apiTokenPage(em, caller.userId, page);
+    const limited = tokens.filter((apiToken) => apiToken.limitedToProjects).map((apiToken) => apiToken.id);
+    const namespaces = await tokenProjectNamespaces(em, caller.userId, limited);
+    return tokens.map((apiToken) => ({
+      id: apiToken.id,
+      apiToken,
+      projects: apiToken.limitedToProjects ? (namespaces.get(apiToken.id) ?? []) : null,
+    }));
+  }
+
+  /** Revokes one of the caller's API tokens; 404 for another user's or an unknown id. */
+  async revokeApiToken({ em, caller }: Scope, id: string): Promise<void> {
+    if (!(await ownTransaction(em, (tx) => deleteApiToken(tx, caller.userId, id)))) throw new NotFound('No API token with this id.');
+  }
+
+  /** The caller's sessions that have not expired, newest first. */
+  sessions({ em, caller }: Scope, page: PageRequest): Promise<Session[]> {
+    return sessionPage(em, caller.userId, page);
+  }
+
+  /** Ends one of the caller's sessions, deleting it with its device record; 404 for another user's or an unknown id. */
+  async endSession({ em, caller }: Scope, id: string): Promise<void> {
+    if (!(await ownTransaction(em, (tx) => deleteSession(tx, id, caller.userId)))) throw new NotFound('No session with this id.');
+  }
 }

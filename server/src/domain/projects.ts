@@ -6,7 +6,7 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { components } from '../../../spec/generated/openapi.js';
-import type { Project, User } from '../db/entities.js';
+import type { Project } from '../db/entities.js';
 import type { PageRequest } from '../db/page.js';
 import {
   addProject,
@@ -19,16 +19,16 @@ import {
 } from '../db/repositories/projects.js';
 import { lockProject, lockUser, transaction, writeChanges } from '../db/transaction.js';
 import { conflictOn } from '../db/unique.js';
-import type { Grant } from '../policies/project.js';
 import type { IconStore } from '../storage/icons.js';
 import { confirmAccess } from './access.js';
 import { queueChange } from '../db/repositories/webhooks.js';
 import { recordActivity } from './activity.js';
 import type { ChangeShapes } from './change-shapes.js';
 import type { ProjectView } from './project-view.js';
-import type { WebhookVerifier } from './billing.js';
+import type { SubscriptionCanceller } from './billing.js';
 import { refuseAtCap, type Limits } from './limits.js';
 import { PAGE_BYTES } from './pagination.js';
+import type { Scope } from './scope.js';
 
 /** A new project as the contract takes it (`POST /v1/projects`). */
 export type NewProject = components['schemas']['CreateProjectRequest'];
@@ -45,51 +45,6 @@ function allFieldsHandled(_rest: Record<string, never>): void {}
 const NAMESPACE_TAKEN = {
   projects_namespace_unique: ['namespace_taken', 'Another project already uses this namespace.'],
 } as const satisfies Parameters<typeof conflictOn>[1];
-
-/**
- * The billing adapter (billing/index.ts): cancels a project's subscription before the project is
- * deleted, and verifies Stripe's webhook deliveries.
- */
-export interface SubscriptionCanceller extends WebhookVerifier {
-  /**
-   * Resolves once Stripe has cancelled the subscription or says it no longer exists. Throws 502
-   * `billing_unavailable` when that cannot be confirmed in bounded time (Stripe unreachable, timing
-   * out or failing), or when billing is not configured.
-   */
-  cancelSubscription(billingId: string): Promise<void>;
-}
-
-/**
- * Creates a project owned by `owner`, with its first feed; 409 `limit_reached` when the owner owns
- * as many projects as a user may. The owner's row is locked while its projects are counted, so
- * concurrent creates of one user pass the cap one at a time.
- */
-export async function createOwnedProject(
-  em: EntityManager,
-  icons: IconStore,
-  owner: User,
-  input: NewProject,
-  limits: Limits,
-): Promise<ProjectView> {
-  const { name: givenName, namespace, icon: givenIcon, ...rest } = input;
-  allFieldsHandled(rest);
-  // A refused icon is refused before anything is written.
-  const icon = givenIcon === undefined ? undefined : await icons.parse(givenIcon, 'create', '/body/icon', owner.id);
-  const name = givenName.trim();
-  const create = () =>
-    transaction(em, async (tx) => {
-      await lockUser(tx, owner.id);
-      const owned = await countOwnedProjects(tx, owner.id);
-      refuseAtCap(limits, 'projectsPerUser', owned, `You own ${owned} projects`);
-      const project = addProject(tx, owner, { namespace, name, icon: icon?.sha256 ?? null });
-      recordActivity(tx, project, owner, 'project.created', { namespace: project.namespace, name });
-      await writeChanges(tx);
-      // After the write (which refuses a taken namespace), before the commit: a refused project stores no icon.
-      if (icon) await icons.save(tx, icon);
-      return loadProject(tx, project.id);
-    });
-  return conflictOn(create, NAMESPACE_TAKEN);
-}
 
 /** A project by id, with what its answer shows. */
 export async function loadProject(em: EntityManager, id: string): Promise<ProjectView> {
@@ -119,88 +74,9 @@ export async function viewProjects(em: EntityManager, projects: Project[]): Prom
 }
 
 /**
- * A page of the caller's projects, those its credential reaches (`grant`); `more` when projects
- * beyond those answered remain.
- */
-export async function listProjectsOf(
-  em: EntityManager,
-  user: User,
-  grant: Grant,
-  page: PageRequest,
-): Promise<{ views: ProjectView[]; more: boolean }> {
-  // The page is chosen first (filtering on the caller's membership), then its members and feeds loaded.
-  const projects = await memberProjectsPage(em, user.id, page, grant.projectIds);
-  const wanted = projects.slice(0, page.limit);
-  const views = await viewProjects(em, wanted);
-  return { views, more: projects.length > page.limit || views.length < wanted.length };
-}
-
-/** The owner changes the project's name, namespace or icon; 403 `not_owner` when `actor` no longer owns it. */
-export async function changeProject(
-  em: EntityManager,
-  icons: IconStore,
-  actor: User,
-  project: Project,
-  changes: ProjectChanges,
-  shapes: ChangeShapes,
-): Promise<ProjectView> {
-  const { name: givenName, namespace, icon: givenIcon, ...rest } = changes;
-  allFieldsHandled(rest);
-  const icon = typeof givenIcon === 'string' ? await icons.parse(givenIcon, 'update', '/body/icon', actor.id) : undefined;
-  const update = () =>
-    transaction(em, async (tx) => {
-      await lockProject(tx, project.id, 'update');
-      await confirmAccess(tx, project.id, actor, 'project.update');
-      const current = await getProjectAfresh(tx, project.id);
-      const changed: Record<string, unknown> = {};
-      const name = givenName?.trim();
-      if (name !== undefined && name !== current.name) {
-        changed.name = { from: current.name, to: name };
-        current.name = name;
-      }
-      if (namespace !== undefined && namespace !== current.namespace) {
-        changed.namespace = { from: current.namespace, to: namespace };
-        current.namespace = namespace;
-      }
-      const nextIcon = givenIcon === undefined ? current.icon : (icon?.sha256 ?? null);
-      if (nextIcon !== current.icon) {
-        changed.icon = nextIcon === null ? 'removed' : 'changed';
-        current.icon = nextIcon;
-      }
-      if (Object.keys(changed).length > 0) recordActivity(tx, current, actor, 'project.updated', { changes: changed });
-      await writeChanges(tx);
-      if (icon) await icons.save(tx, icon);
-      const view = await loadProject(tx, project.id);
-      if (Object.keys(changed).length > 0) await queueChange(tx, project.id, 'project.updated', shapes.project(view));
-      return view;
-    });
-  return conflictOn(update, NAMESPACE_TAKEN);
-}
-
-/**
- * The owner deletes a project and, by the schema's cascades, everything attached to it, in one
- * statement; 403 `not_owner` when `actor` no longer owns it once the project's row is locked (a
- * transfer committed after the access check). A subscription is cancelled first: if that fails,
- * nothing is deleted. The project row is locked FOR UPDATE from before the cancel until the delete
- * commits, so of two concurrent deletes only one ever calls Stripe; the other then finds no row and
- * answers 404. Every writer of the project locks its row before its children (transaction.ts), so
- * the delete's cascade never waits for a child a writer holds while that writer waits for the
- * project. The Stripe call is bounded by the adapter's deadline, so the lock is never held longer
- * than that. Everything in the transaction goes through `tx`: in embedded mode the pool has one
- * connection, which it holds.
- */
-export async function removeProject(em: EntityManager, billing: SubscriptionCanceller, actor: User, project: Project): Promise<void> {
-  await transaction(em, async (tx) => {
-    await lockProject(tx, project.id, 'update');
-    await confirmAccess(tx, project.id, actor, 'project.delete');
-    await deleteProjectIn(tx, billing, project.id);
-  });
-}
-
-/**
  * The delete of one project inside the caller's transaction `tx` (a project's own delete, or an
  * account's delete of the projects it owns alone), whoever may delete it decided by the caller:
- * lock, cancel, delete, as `removeProject` says. A failed cancel throws, and the caller's whole
+ * lock, cancel, delete, as `Projects.remove` says. A failed cancel throws, and the caller's whole
  * transaction rolls back.
  */
 export async function deleteProjectIn(tx: EntityManager, billing: SubscriptionCanceller, projectId: string): Promise<void> {
@@ -208,4 +84,122 @@ export async function deleteProjectIn(tx: EntityManager, billing: SubscriptionCa
   const { billingId } = await getProjectAfresh(tx, projectId);
   if (billingId) await billing.cancelSubscription(billingId);
   await deleteProjectRow(tx, projectId);
+}
+
+/** What the projects module is built with (services.ts). */
+export interface ProjectsDeps {
+  icons: IconStore;
+  billing: SubscriptionCanceller;
+  limits: Limits;
+  shapes: ChangeShapes;
+}
+
+/** Projects: create, list, change, delete. The icons, the billing adapter, the caps and the webhook shapes come with the module. */
+export class Projects {
+  private readonly icons: IconStore;
+  private readonly billing: SubscriptionCanceller;
+  private readonly limits: Limits;
+  private readonly shapes: ChangeShapes;
+
+  constructor({ icons, billing, limits, shapes }: ProjectsDeps) {
+    this.icons = icons;
+    this.billing = billing;
+    this.limits = limits;
+    this.shapes = shapes;
+  }
+
+  /**
+   * Creates a project owned by the caller, with its first feed; 409 `limit_reached` when the caller
+   * owns as many projects as a user may. The owner's row is locked while its projects are counted,
+   * so concurrent creates of one user pass the cap one at a time.
+   */
+  async create({ em, caller }: Scope, input: NewProject): Promise<ProjectView> {
+    const owner = caller.user;
+    const { name: givenName, namespace, icon: givenIcon, ...rest } = input;
+    allFieldsHandled(rest);
+    // A refused icon is refused before anything is written.
+    const icon = givenIcon === undefined ? undefined : await this.icons.parse(givenIcon, 'create', '/body/icon', owner.id);
+    const name = givenName.trim();
+    const create = () =>
+      transaction(em, async (tx) => {
+        await lockUser(tx, owner.id);
+        const owned = await countOwnedProjects(tx, owner.id);
+        refuseAtCap(this.limits, 'projectsPerUser', owned, `You own ${owned} projects`);
+        const project = addProject(tx, owner, { namespace, name, icon: icon?.sha256 ?? null });
+        recordActivity(tx, project, owner, 'project.created', { namespace: project.namespace, name });
+        await writeChanges(tx);
+        // After the write (which refuses a taken namespace), before the commit: a refused project stores no icon.
+        if (icon) await this.icons.save(tx, icon);
+        return loadProject(tx, project.id);
+      });
+    return conflictOn(create, NAMESPACE_TAKEN);
+  }
+
+  /**
+   * A page of the caller's projects, those its credential reaches (its grant); `more` when projects
+   * beyond those answered remain.
+   */
+  async list({ em, caller }: Scope, page: PageRequest): Promise<{ views: ProjectView[]; more: boolean }> {
+    // The page is chosen first (filtering on the caller's membership), then its members and feeds loaded.
+    const projects = await memberProjectsPage(em, caller.userId, page, caller.grant.projectIds);
+    const wanted = projects.slice(0, page.limit);
+    const views = await viewProjects(em, wanted);
+    return { views, more: projects.length > page.limit || views.length < wanted.length };
+  }
+
+  /** The owner changes the project's name, namespace or icon; 403 `not_owner` when the caller no longer owns it. */
+  async change({ em, caller }: Scope, project: Project, changes: ProjectChanges): Promise<ProjectView> {
+    const actor = caller.user;
+    const { name: givenName, namespace, icon: givenIcon, ...rest } = changes;
+    allFieldsHandled(rest);
+    const icon = typeof givenIcon === 'string' ? await this.icons.parse(givenIcon, 'update', '/body/icon', actor.id) : undefined;
+    const update = () =>
+      transaction(em, async (tx) => {
+        await lockProject(tx, project.id, 'update');
+        await confirmAccess(tx, project.id, actor, 'project.update');
+        const current = await getProjectAfresh(tx, project.id);
+        const changed: Record<string, unknown> = {};
+        const name = givenName?.trim();
+        if (name !== undefined && name !== current.name) {
+          changed.name = { from: current.name, to: name };
+          current.name = name;
+        }
+        if (namespace !== undefined && namespace !== current.namespace) {
+          changed.namespace = { from: current.namespace, to: namespace };
+          current.namespace = namespace;
+        }
+        const nextIcon = givenIcon === undefined ? current.icon : (icon?.sha256 ?? null);
+        if (nextIcon !== current.icon) {
+          changed.icon = nextIcon === null ? 'removed' : 'changed';
+          current.icon = nextIcon;
+        }
+        if (Object.keys(changed).length > 0) recordActivity(tx, current, actor, 'project.updated', { changes: changed });
+        await writeChanges(tx);
+        if (icon) await this.icons.save(tx, icon);
+        const view = await loadProject(tx, project.id);
+        if (Object.keys(changed).length > 0) await queueChange(tx, project.id, 'project.updated', this.shapes.project(view));
+        return view;
+      });
+    return conflictOn(update, NAMESPACE_TAKEN);
+  }
+
+  /**
+   * The owner deletes a project and, by the schema's cascades, everything attached to it, in one
+   * statement; 403 `not_owner` when the caller no longer owns it once the project's row is locked (a
+   * transfer committed after the access check). A subscription is cancelled first: if that fails,
+   * nothing is deleted. The project row is locked FOR UPDATE from before the cancel until the delete
+   * commits, so of two concurrent deletes only one ever calls Stripe; the other then finds no row and
+   * answers 404. Every writer of the project locks its row before its children (transaction.ts), so
+   * the delete's cascade never waits for a child a writer holds while that writer waits for the
+   * project. The Stripe call is bounded by the adapter's deadline, so the lock is never held longer
+   * than that. Everything in the transaction goes through `tx`: in embedded mode the pool has one
+   * connection, which it holds.
+   */
+  async remove({ em, caller }: Scope, project: Project): Promise<void> {
+    await transaction(em, async (tx) => {
+      await lockProject(tx, project.id, 'update');
+      await confirmAccess(tx, project.id, caller.user, 'project.delete');
+      await deleteProjectIn(tx, this.billing, project.id);
+    });
+  }
 }

@@ -1,14 +1,7 @@
 import { Forbidden } from '../errors.js';
 import type { Handler } from '../http/handler-types.js';
 import type { Services } from '../services.js';
-import {
-  apiTokensOf,
-  callerFromHeader,
-  closeSession,
-  mintApiToken,
-  revokeApiToken,
-  SESSION_LIFETIME_SECONDS,
-} from '../domain/credentials.js';
+import { callerFromHeader, SESSION_LIFETIME_SECONDS } from '../domain/credentials.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
 import { presentApiToken, presentCreatedApiToken, presentSessionGrant } from '../presenters/account.js';
 
@@ -17,12 +10,12 @@ export const signup: Handler<'signup'> = async ({ body, authorization, device, e
     throw new Forbidden('already_authenticated', 'Sign-up is for callers without an account; this request carries a valid credential.');
   }
   const { cookie = false, ...account } = body;
-  const grant = await services.accounts.signup(em, account, device);
+  const grant = await services.accounts.signup({ em }, account, device);
   return sessionAnswer(grant, cookie, services);
 };
 
 export const login: Handler<'login'> = async ({ body, device, em, services }) => {
-  const grant = await services.accounts.login(em, body.login, body.password, device);
+  const grant = await services.accounts.login({ em }, body.login, body.password, device);
   return sessionAnswer(grant, body.cookie ?? false, services);
 };
 
@@ -35,23 +28,23 @@ function sessionAnswer(grant: Parameters<typeof presentSessionGrant>[0], cookie:
 }
 
 /** A session that came in the cookie also has the cookie cleared. */
-export const logout: Handler<'logout'> = async ({ caller, viaCookie, em }) => {
-  await closeSession(em, caller.credentialId);
+export const logout: Handler<'logout'> = async ({ caller, viaCookie, em, services }) => {
+  await services.credentials.close({ em, caller });
   return viaCookie ? { status: 204, sessionCookie: null } : { status: 204 };
 };
 
 export const createApiToken: Handler<'createApiToken'> = async ({ body, caller, em, services }) => {
-  const created = await mintApiToken(em, caller.user, body, services.config.limits);
+  const created = await services.credentials.mintApiToken({ em, caller }, body);
   return { status: 201, data: presentCreatedApiToken(created) };
 };
 
-export const listApiTokens: Handler<'listApiTokens'> = async ({ query, caller, em }) => {
+export const listApiTokens: Handler<'listApiTokens'> = async ({ query, caller, em, services }) => {
   const page = pageRequest(query);
-  const rows = await apiTokensOf(em, caller.user, page);
+  const rows = await services.credentials.apiTokens({ em, caller }, page);
   return { status: 200, data: toPage(rows, page.limit, presentApiToken) };
 };
 
-export const deleteApiToken: Handler<'deleteApiToken'> = async ({ params, caller, em }) => {
-  await revokeApiToken(em, caller.user, params.id);
+export const deleteApiToken: Handler<'deleteApiToken'> = async ({ params, caller, em, services }) => {
+  await services.credentials.revokeApiToken({ em, caller }, params.id);
   return { status: 204 };
 };

@@ -1,6 +1,4 @@
 import type { Handler } from '../http/handler-types.js';
-import { deleteAccount } from '../domain/account-deletion.js';
-import { updateAccount } from '../domain/accounts.js';
 import { EMAIL_CHANGE_REQUESTED_MESSAGE } from '../domain/email-change.js';
 import { presentUser } from '../presenters/account.js';
 
@@ -10,7 +8,7 @@ export const getCurrentUser: Handler<'getCurrentUser'> = async ({ caller, servic
 });
 
 export const updateCurrentUser: Handler<'updateCurrentUser'> = async ({ body, caller, em, services }) => {
-  const user = await updateAccount(em, services.icons, caller.user, body);
+  const user = await services.accounts.update({ em, caller }, body);
   return { status: 200, data: presentUser(user, services.icons) };
 };
 
@@ -31,12 +29,11 @@ export const revertEmailChange: Handler<'revertEmailChange'> = async ({ body, em
 };
 
 export const changePassword: Handler<'changePassword'> = async ({ body, caller, em, services }) => {
-  await services.accounts.changePassword(em, caller.user, caller.credentialId, body.current_password, body.new_password);
+  await services.accounts.changePassword({ em, caller }, body.current_password, body.new_password);
   return { status: 204 };
 };
 
 export const deleteCurrentUser: Handler<'deleteCurrentUser'> = async ({ body, caller, em, services }) => {
-  await services.accounts.confirmPassword(caller.user, body.password);
-  await deleteAccount(em, services.billing, caller.user);
+  await services.accounts.delete({ em, caller }, body.password);
   return { status: 204 };
 };
