@@ -7,7 +7,7 @@
  */
 import type { Config } from '../config.js';
 import type { PlanSessions } from '../domain/billing.js';
-import type { SubscriptionCanceller } from '../domain/projects.js';
+import type { SubscriptionCanceller } from '../domain/billing.js';
 import { BillingUnavailable, Unavailable } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { StripeBilling } from './stripe.js';

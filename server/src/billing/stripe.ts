@@ -10,8 +10,7 @@
  * on it, so a quick 502 "nothing changed, try again" beats a long wait.
  */
 import type Stripe from 'stripe';
-import type { CheckoutRequest, PlanSessions, WebhookEvent } from '../domain/billing.js';
-import type { SubscriptionCanceller } from '../domain/projects.js';
+import type { CheckoutRequest, PlanSessions, SubscriptionCanceller, WebhookEvent } from '../domain/billing.js';
 import { BillingUnavailable, InvalidRequest, NoSubscription, Unavailable } from '../errors.js';
 import type { Logger } from '../logger.js';
 

@@ -29,7 +29,8 @@ import { lockUser, transaction, writeChanges } from '../db/transaction.js';
 import { OwnsProjects } from '../errors.js';
 import { recordActivity, type ActivityType } from './activity.js';
 import { endWhatTheMemberLeft } from './departure.js';
-import { deleteProjectIn, type SubscriptionCanceller } from './projects.js';
+import type { SubscriptionCanceller } from './billing.js';
+import { deleteProjectIn } from './projects.js';
 
 /** A row given up in another project, and the activity that records it there. */
 interface GivenUp {
