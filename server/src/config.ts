@@ -6,6 +6,11 @@ export interface Config {
   host: string;
   /** A PostgreSQL server; when absent the service runs an embedded PGlite database in `dataDir`. */
   databaseUrl: string | undefined;
+  /**
+   * `DATABASE_DIRECT_URL` (default: `databaseUrl`): the database itself, never a pooler in transaction
+   * mode, for what needs one server session for a long time: LISTEN, session advisory locks, migrations.
+   */
+  databaseDirectUrl: string | undefined;
   dataDir: string;
   /**
    * `PUBLIC_URL`: the address people and mail reach the service at (an http(s) origin, perhaps with a
@@ -64,6 +69,12 @@ export interface Config {
     connectTimeoutMs: number;
     acquireTimeoutMs: number;
     statementTimeoutMs: number;
+    /**
+     * `DATABASE_PREPARED`: hand-written statements go as named prepared statements, kept per server
+     * session; only for a `DATABASE_URL` that keeps them per client (PostgreSQL itself, a pooler in
+     * session mode, or one that tracks prepared statements).
+     */
+    preparedStatements: boolean;
   };
   /** Events stored longer ago than this many days are deleted by the background maintenance; 0 keeps them forever. */
   eventRetentionDays: number;
@@ -373,6 +384,16 @@ function duration(name: string, raw: string): number {
   return Number(match[1]) * DURATION_UNITS[match[2]!]!;
 }
 
+/** `DATABASE_DIRECT_URL`, else `DATABASE_URL`; alone it would name a database the service does not use. */
+function directUrl(env: NodeJS.ProcessEnv): string | undefined {
+  const databaseUrl = url(env, 'DATABASE_URL');
+  const direct = url(env, 'DATABASE_DIRECT_URL');
+  if (direct !== undefined && databaseUrl === undefined) {
+    throw new ConfigError('DATABASE_DIRECT_URL set, but DATABASE_URL is not: set DATABASE_URL too, or unset DATABASE_DIRECT_URL');
+  }
+  return direct ?? databaseUrl;
+}
+
 function webhookSettings(env: NodeJS.ProcessEnv): WebhookSettings {
   const schedule = (env.WEBHOOK_RETRY_SCHEDULE || '5s,5m,30m,2h,5h,10h,10h').split(',').map((d) => duration('WEBHOOK_RETRY_SCHEDULE', d));
   if (schedule.length > 20) throw new ConfigError('WEBHOOK_RETRY_SCHEDULE: at most 20 retries');
@@ -393,6 +414,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: env.HOST || '0.0.0.0',
     databaseUrl: url(env, 'DATABASE_URL'),
+    databaseDirectUrl: directUrl(env),
     dataDir: path.resolve(env.DATA_DIR || './data'),
     publicUrl: publicAddress,
     cdnUrl: url(env, 'CDN_URL') ?? (publicAddress === undefined ? undefined : `${publicAddress}/cdn`),
@@ -423,6 +445,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       connectTimeoutMs: integer(env, 'DB_CONNECT_TIMEOUT_MS', 3_000, 100, 600_000),
       acquireTimeoutMs: integer(env, 'DB_ACQUIRE_TIMEOUT_MS', 3_000, 100, 600_000),
       statementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 5_000, 100, 3_600_000),
+      preparedStatements: boolean(env, 'DATABASE_PREPARED'),
     },
     eventRetentionDays: integer(env, 'EVENT_RETENTION_DAYS', 90, 0, 36_500),
     corsOrigins: origins(env.CORS_ORIGINS),

@@ -12,11 +12,14 @@ import { createRawClient, type RawClient } from '../../sdk/src/index.js';
 import { loadConfig } from '../../server/src/config.js';
 import { startServer, type RunningServer } from '../../server/src/server.js';
 import { freshDatabase } from './pg-cluster.js';
+import { serviceDatabaseEnv } from './pgbouncer.js';
 
 export const outputDir = path.resolve('.test-output');
 const logFile = path.join(outputDir, 'server.log');
 
 let server: RunningServer | undefined;
+/** How the run's server reaches its database (pgbouncer.ts `serviceDatabaseEnv`), for the servers started beside it. */
+let serverDatabaseEnv: Record<string, string> = { DATABASE_URL: '' };
 const secrets = new Set<string>();
 
 export function baseUrl(): string {
@@ -97,12 +100,8 @@ export async function startTestServer(): Promise<void> {
   mkdirSync(outputDir, { recursive: true });
   rmSync(logFile, { force: true });
   const fresh = process.env.DATABASE_URL ? await freshPostgresDatabase(process.env.DATABASE_URL) : undefined;
-  server = await startServerIn(
-    'signalboard-test',
-    { ...process.env, DATABASE_URL: fresh?.url ?? '', ...TEST_DEFAULTS },
-    runLogger(),
-    fresh?.drop,
-  );
+  if (fresh) serverDatabaseEnv = await serviceDatabaseEnv(fresh.url);
+  server = await startServerIn('signalboard-test', { ...process.env, ...serverDatabaseEnv, ...TEST_DEFAULTS }, runLogger(), fresh?.drop);
   console.log(`\n  Tests run against: ${server.db.description}, on Node.js ${process.version}\n`);
 }
 
@@ -188,9 +187,8 @@ export function client(token?: string): RawClient {
  * run's log file, which the end-of-run secret check reads. The caller closes it; closing also removes its data folder.
  */
 export function startExtraServer(env: Record<string, string> = {}, dataDir?: string): Promise<TestServer> {
-  const main = database();
-  const databaseUrl = main.kind === 'postgresql' ? main.orm.config.get('clientUrl') : undefined;
-  const environment = { ...process.env, ...TEST_DEFAULTS, ...env, DATABASE_URL: databaseUrl ?? '' };
+  if (!server) throw new Error('the test server is not running');
+  const environment = { ...process.env, ...TEST_DEFAULTS, ...env, ...serverDatabaseEnv };
   return startServerIn('signalboard-test-extra', environment, runLogger(), undefined, dataDir);
 }
 

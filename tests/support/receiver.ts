@@ -6,6 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { freshPostgresDatabase, startServerIn, type TestServer } from './harness.js';
+import { serviceDatabaseEnv } from './pgbouncer.js';
 
 export interface Received {
   path: string;
@@ -80,6 +81,7 @@ export class Receiver {
  */
 export async function startWebhookServer(env: Record<string, string> = {}): Promise<TestServer> {
   const fresh = process.env.DATABASE_URL ? await freshPostgresDatabase(process.env.DATABASE_URL, 'sb_hooks') : undefined;
+  const database = fresh ? await serviceDatabaseEnv(fresh.url) : { DATABASE_URL: '' };
   return startServerIn(
     'signalboard-webhooks',
     {
@@ -87,7 +89,7 @@ export async function startWebhookServer(env: Record<string, string> = {}): Prom
       AUTH_RATE_LIMIT: '0',
       API_RATE_LIMIT: '0',
       CDN_RATE_LIMIT: '0',
-      DATABASE_URL: fresh?.url ?? '',
+      ...database,
       WEBHOOK_ALLOW_HTTP: 'true',
       WEBHOOK_ALLOW_PRIVATE: 'true',
       WEBHOOK_RETRY_SCHEDULE: '300ms,600ms',

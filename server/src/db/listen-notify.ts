@@ -6,8 +6,7 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import pg from 'pg';
-import type { Config } from '../config.js';
-import { pgConnectionOptions, unitOfWork, type Database } from './orm.js';
+import { pgConnectionOptions, unitOfWork, type ConnectionBounds, type Database } from './orm.js';
 import { query } from './raw.js';
 
 /** Sends `payload` on `channel` to every instance listening, this one included. */
@@ -37,7 +36,7 @@ export interface ListenerEvents {
  * stalled server fails this rather than hangs it) and listens on `channel`. `channel` is an identifier
  * of the service's own, never input.
  */
-export async function listen(databaseUrl: string, bounds: Config['database'], channel: string, on: ListenerEvents): Promise<Listener> {
+export async function listen(databaseUrl: string, bounds: ConnectionBounds, channel: string, on: ListenerEvents): Promise<Listener> {
   const client = new pg.Client(pgConnectionOptions(databaseUrl, bounds));
   let open = true;
   // Failures before the listen succeeded reject this call instead.

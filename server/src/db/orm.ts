@@ -7,7 +7,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { entities } from './entities.js';
 import { EMBEDDED_URL, openEmbedded } from './embedded.js';
-import { poolConnectionSettings, transactionOn, usePreparedStatements } from './raw.js';
+import { transactionOn, usePreparedStatements } from './raw.js';
 
 export type { MikroORM };
 
@@ -15,6 +15,11 @@ export interface Database {
   orm: MikroORM;
   kind: 'postgresql' | 'embedded';
   description: string;
+  /**
+   * The settings of a session of its own on the database itself (`DATABASE_DIRECT_URL`), for what needs
+   * one server session throughout (the migrations' lock); undefined for the embedded database.
+   */
+  directSession: pg.ClientConfig | undefined;
   /** Why the database has stopped for good, once it has (the embedded one only): a restart of the process is needed. */
   failed(): string | undefined;
   close(): Promise<void>;
@@ -44,6 +49,9 @@ export function databaseKey(em: EntityManager): string {
   return key;
 }
 
+/** What bounds a connection's connecting and each of its statements. */
+export type ConnectionBounds = Pick<Config['database'], 'connectTimeoutMs' | 'statementTimeoutMs'>;
+
 /**
  * How much longer than the server's `statement_timeout` the client waits for an answer. Past the
  * server's own bound only a server that does not answer at all (stalled, or cut off by the network)
@@ -53,9 +61,14 @@ const QUERY_TIMEOUT_MARGIN_MS = 1_000;
 
 /**
  * The pg client settings of every connection to `databaseUrl`: bounded connecting, TCP keepalive,
- * the server's `statement_timeout` as a startup parameter, and the client-side bound on each query.
+ * the server's `statement_timeout` as the session's default, and the client-side bound on each query.
+ *
+ * The default goes in `options` (`-c statement_timeout=…`), not as a startup parameter of its own:
+ * PgBouncer refuses a connection with a startup parameter it does not know, and is usually set to
+ * ignore `options`. Through such a pooler the default is then the role's (`checkStatementBound`), and
+ * transactions set their own bound (`boundTransactions`).
  */
-export function pgConnectionOptions(databaseUrl: string, bounds: Config['database']): pg.ClientConfig {
+export function pgConnectionOptions(databaseUrl: string, bounds: ConnectionBounds): pg.ClientConfig {
   return {
     // MikroORM reads only host, port, user, password and database from clientUrl; handing pg the
     // whole URL keeps the rest (sslmode, a socket directory in ?host=) instead of dropping it.
@@ -63,7 +76,7 @@ export function pgConnectionOptions(databaseUrl: string, bounds: Config['databas
     connectionTimeoutMillis: bounds.connectTimeoutMs,
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
-    statement_timeout: bounds.statementTimeoutMs,
+    options: `-c statement_timeout=${bounds.statementTimeoutMs}`,
     query_timeout: bounds.statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS,
   };
 }
@@ -96,12 +109,11 @@ function ormOptions(clientUrl: string, logger: Logger, bounds: Config['database'
       ...pool,
       // Past this, a request waiting for a connection gets 503 rather than queueing behind a stalled database.
       acquireTimeoutMillis: bounds.acquireTimeoutMs,
+      // Nothing is set on the session here: through a pooler in transaction mode it would land on
+      // whichever server session ran it, and the connection's next transaction may run on another.
       afterCreate: (conn: PgClient, done: (err: Error | null, conn: PgClient) => void) => {
-        endOnQueryTimeout(conn);
-        // No query may hang forever, whatever it waits for (a lock, a runaway plan). Set here as well as
-        // in the startup parameters, which PGlite ignores; PGlite cannot enforce it either (it has no
-        // timers), so the embedded database bounds its statements itself (db/embedded.ts).
-        conn.query(`set statement_timeout = ${bounds.statementTimeoutMs}`, (err: Error | null) => done(err, conn));
+        wrapQueries(conn, bounds.statementTimeoutMs);
+        done(null, conn);
       },
     },
   };
@@ -113,19 +125,23 @@ interface PgClient {
 }
 
 /**
- * A query the client gave up on (`query_timeout`) leaves its connection waiting on a server that may
- * never answer, and pg would send the next query down it. The client is ended instead: with a query
- * outstanding pg destroys the socket at once, knex marks the connection disposed on its 'end', and
- * the pool replaces it at the next acquire. Every query goes through here, knex's and raw.ts's.
+ * Every query of a pool connection goes through here, knex's and raw.ts's:
+ * - A transaction's BEGIN carries `set local statement_timeout` (`boundTransactions`).
+ * - A query the client gave up on (`query_timeout`) leaves its connection waiting on a server that
+ *   may never answer, and pg would send the next query down it. The client is ended instead: with a
+ *   query outstanding pg destroys the socket at once, knex marks the connection disposed on its
+ *   'end', and the pool replaces it at the next acquire.
  */
-function endOnQueryTimeout(conn: PgClient): void {
+function wrapQueries(conn: PgClient, statementTimeoutMs: number): void {
   // The client class's own method, looked up at each call rather than kept: whatever wraps the class
   // (the tests count statements there) still sees every query.
   const proto = Object.getPrototypeOf(conn) as PgClient;
+  const setLocal = ` set local statement_timeout = ${statementTimeoutMs};`;
   const check = (err: unknown) => {
     if (err instanceof Error && err.message === 'Query read timeout') conn.end().catch(() => undefined);
   };
   conn.query = function (this: PgClient, ...args: unknown[]) {
+    args[0] = boundTransactions(args[0], setLocal);
     const callback = args.at(-1);
     if (typeof callback === 'function') {
       args[args.length - 1] = (err: unknown, result: unknown) => {
@@ -137,6 +153,21 @@ function endOnQueryTimeout(conn: PgClient): void {
     if (result instanceof Promise) result.catch(check);
     return result;
   };
+}
+
+const BEGIN = /^\s*begin\b[^;]*;?\s*$/i;
+
+/**
+ * `query`, a pg query config, with `setLocal` after it when it begins a transaction: knex sends
+ * `BEGIN;` (or `BEGIN TRANSACTION <mode>;`) as a text without values, which pg sends as one simple
+ * query, so the bound costs no round trip of its own. A savepoint inherits its transaction's bound.
+ */
+function boundTransactions(query: unknown, setLocal: string): unknown {
+  if (typeof query === 'string') return BEGIN.test(query) ? `${query.replace(/;?\s*$/, ';')}${setLocal}` : query;
+  if (typeof query !== 'object' || query === null || Object.getPrototypeOf(query) !== Object.prototype) return query;
+  const { text, values } = query as { text?: unknown; values?: unknown[] };
+  if (typeof text !== 'string' || !BEGIN.test(text) || (values?.length ?? 0) > 0) return query;
+  return { ...query, text: `${text.replace(/;?\s*$/, ';')}${setLocal}` };
 }
 
 const MIGRATIONS_DIR = path.join(here, 'migrations');
@@ -152,31 +183,32 @@ const MIGRATIONS_LOCK = '6010448901481194084';
  * migration this build carries; a usual start sees that in one query.
  *
  * Instances of a new release may start at once on one PostgreSQL database: they migrate one at a
- * time, each under the lock and checking again once it holds it, so the first applies what is
- * pending and the others find it recorded. The embedded database has a single owner process.
+ * time, each under the lock (on the direct session, never through a pooler) and checking again once
+ * it holds it, so the first applies what is pending and the others find it recorded. The embedded
+ * database has a single owner process, and no direct session.
  */
-export async function applyMigrations(db: Pick<Database, 'orm' | 'kind'>): Promise<string[]> {
+export async function applyMigrations(db: Pick<Database, 'orm' | 'directSession'>): Promise<string[]> {
   const bundled = (await readdir(MIGRATIONS_DIR)).flatMap((file) => MIGRATION_FILE.exec(file)?.[1] ?? []);
   // A wrong migrations path does not fail in MikroORM: it finds nothing and applies nothing.
   if (bundled.length === 0) throw new Error(`no migrations found in ${MIGRATIONS_DIR}`);
   if (await allRecorded(db.orm, bundled)) return [];
   const { Migrator } = await import('@mikro-orm/migrations');
   Migrator.register(db.orm);
-  if (db.kind === 'embedded') return (await db.orm.getMigrator().up()).map((m) => m.name);
-  return underMigrationsLock(db.orm, async (trx) => {
+  if (!db.directSession) return (await db.orm.getMigrator().up()).map((m) => m.name);
+  return underMigrationsLock(db.orm, db.directSession, async (trx) => {
     if (await allRecorded(db.orm, bundled, trx)) return [];
     return (await db.orm.getMigrator().up({ transaction: trx })).map((m) => m.name);
   });
 }
 
 /**
- * Runs `work` in a transaction on a connection of its own that holds the migrations lock for the
- * whole of it; ending that session releases the lock, however `work` ends. The connection has the
- * pool's settings but no client-side query bound: the lock is waited for as long as another
- * instance migrates, and a migration may lift `statement_timeout` for itself (`set local`).
+ * Runs `work` in a transaction on a connection of its own to the database itself (`direct`), which
+ * holds the migrations lock for the whole of it; ending that session releases the lock, however
+ * `work` ends. The connection has no client-side query bound: the lock is waited for as long as
+ * another instance migrates, and a migration may lift `statement_timeout` for itself (`set local`).
  */
-async function underMigrationsLock<T>(orm: MikroORM, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
-  const { query_timeout: _clientBound, ...settings } = poolConnectionSettings(orm);
+async function underMigrationsLock<T>(orm: MikroORM, direct: pg.ClientConfig, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+  const { query_timeout: _clientBound, ...settings } = direct;
   const client = new pg.Client(settings);
   // A lost connection fails the statement under way; unlistened, its 'error' event would end the process.
   client.on('error', () => undefined);
@@ -201,6 +233,30 @@ async function allRecorded(orm: MikroORM, names: string[], trx?: Knex.Transactio
   const recorded = await connection.execute<{ name: string }[]>('select name from mikro_orm_migrations', [], 'all', trx);
   const done = new Set(recorded.map((row) => row.name));
   return names.every((name) => done.has(name));
+}
+
+/**
+ * Refuses a database on which a statement outside a transaction would not be bounded by
+ * `statementTimeoutMs`. Such a statement has only its session's default: on PostgreSQL itself the
+ * one `pgConnectionOptions` sets; through a pooler, which drops that setting, the server's default
+ * for the role and database (`ALTER ROLE … SET statement_timeout`), the same for every server
+ * session the pooler opens. A lower default is a tighter bound, and accepted.
+ */
+async function checkStatementBound(orm: MikroORM, statementTimeoutMs: number): Promise<void> {
+  const [row] = await orm.em
+    .getConnection()
+    .execute<{ ms: number; role: string }[]>(
+      `select setting::int as ms, current_user as role from pg_settings where name = 'statement_timeout'`,
+    );
+  const ms = row?.ms ?? 0;
+  if (ms > 0 && ms <= statementTimeoutMs) return;
+  const role = row?.role ?? 'the role';
+  throw new Error(
+    `statements outside a transaction would run ${ms === 0 ? 'without a time bound' : `for up to ${ms} ms`}, not within ` +
+      `DB_STATEMENT_TIMEOUT_MS (${statementTimeoutMs} ms): DATABASE_URL's sessions start with that statement_timeout ` +
+      `(a pooler drops the setting the service connects with). Set it for the service's role, at most ` +
+      `DB_STATEMENT_TIMEOUT_MS: ALTER ROLE "${role}" SET statement_timeout = ${statementTimeoutMs}`,
+  );
 }
 
 async function serverVersion(orm: MikroORM): Promise<string> {
@@ -231,11 +287,14 @@ export async function openDatabase(config: Config, logger: Logger, opts: { migra
     let description: string;
     let failed: Database['failed'] = () => undefined;
     let boundStatements = () => {};
+    let directSession: pg.ClientConfig | undefined;
     if (config.databaseUrl) {
       kind = 'postgresql';
       orm = await MikroORM.init(ormOptions(config.databaseUrl, logger, config.database, undefined));
       cleanups.push(() => orm.close());
-      usePreparedStatements(orm);
+      if (config.database.preparedStatements) usePreparedStatements(orm);
+      await checkStatementBound(orm, config.database.statementTimeoutMs);
+      directSession = pgConnectionOptions(config.databaseDirectUrl ?? config.databaseUrl, config.database);
       description = `PostgreSQL ${await serverVersion(orm)} at ${describeUrl(config.databaseUrl)}`;
     } else {
       kind = 'embedded';
@@ -250,13 +309,13 @@ export async function openDatabase(config: Config, logger: Logger, opts: { migra
     }
     if (opts.migrate ?? true) {
       const migrating = Date.now();
-      const applied = await applyMigrations({ orm, kind });
+      const applied = await applyMigrations({ orm, directSession });
       if (applied.length > 0) logger.info({ migrations: applied, ms: Date.now() - migrating }, 'migrations applied');
     }
     // A migration may run long on a large database; every statement after it is bounded.
     boundStatements();
     logger.info({ kind, description, ms: Date.now() - started }, 'database ready');
-    return { orm, kind, description, close, failed };
+    return { orm, kind, description, directSession, close, failed };
   } catch (err) {
     await close().catch((closeErr: unknown) => logger.warn({ err: closeErr }, 'database cleanup failed'));
     throw err;

@@ -8,9 +8,11 @@ import pg from 'pg';
 const PRUNE_LOCK = [0x5b1f, 1] as const;
 
 /**
- * Takes pruning's session advisory lock on a connection of its own, and answers its release (which
- * ends that session); undefined when another session holds it. A lost connection also releases the
- * lock, which at worst lets another run overlap.
+ * Takes pruning's session advisory lock on a connection of its own to `databaseUrl`, the database
+ * itself (`DATABASE_DIRECT_URL`: through a pooler in transaction mode the lock would stay on a server
+ * session the pooler hands to others), and answers its release (which ends that session); undefined
+ * when another session holds it. A lost connection also releases the lock, which at worst lets
+ * another run overlap.
  */
 export async function tryPruneLock(databaseUrl: string, connectTimeoutMs: number): Promise<(() => Promise<void>) | undefined> {
   const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: connectTimeoutMs });

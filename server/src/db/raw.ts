@@ -6,13 +6,14 @@
  * nothing outside server/src/db/ speaks SQL.
  *
  * Statements run straight on a pg connection of MikroORM's pool: the request's transaction's
- * connection when one is open, else one taken from the pool for this statement alone. On
- * PostgreSQL they go as named prepared statements: each pooled connection parses and plans a
- * statement once and then only binds and executes it (for the project read, planning takes longer
- * than running). Anything that pools connections between the service and PostgreSQL must then keep
- * prepared statements per client (PgBouncer's transaction mode needs `max_prepared_statements`,
- * 1.21+). The embedded database gets unnamed statements: PGlite is a single session that outlives a
- * reconnecting client, which would then prepare a name that already exists.
+ * connection when one is open, else one taken from the pool for this statement alone. They go as
+ * unnamed statements, parsed and planned at each run, which any pooler passes on. With
+ * `DATABASE_PREPARED=true` they go on PostgreSQL as named prepared statements instead: each server
+ * session parses and plans a statement once and then only binds and executes it (for the project
+ * read, planning takes longer than running), which needs prepared statements kept per client (no
+ * pooler in transaction mode before PgBouncer 1.21's `max_prepared_statements`). The embedded
+ * database always gets unnamed statements: PGlite is a single session that outlives a reconnecting
+ * client, which would then prepare a name that already exists.
  *
  * Why by hand at all: MikroORM spends about 1–3 ms of CPU building, compiling and hydrating each
  * `find`, several times the cost of the statement itself, so the statements every request runs
@@ -44,7 +45,7 @@ function knexOf(orm: MikroORM): Knex {
   return orm.em.getConnection().getKnex();
 }
 
-/** Statements of this ORM's connections are prepared once per connection (PostgreSQL only). */
+/** Statements of this ORM's connections are prepared once per connection (PostgreSQL with `DATABASE_PREPARED` only). */
 export function usePreparedStatements(orm: MikroORM): void {
   prepared.add(knexOf(orm));
 }
@@ -219,11 +220,6 @@ export function poolUse(orm: MikroORM): PoolUse | undefined {
  */
 export function rateLimitStore(orm: MikroORM): { storeClient: unknown; storeType: 'knex' } {
   return { storeClient: knexOf(orm), storeType: 'knex' };
-}
-
-/** The pg client settings every connection of the pool is opened with (orm.ts `pgConnectionOptions`). */
-export function poolConnectionSettings(orm: MikroORM): pg.ClientConfig {
-  return (knexOf(orm).client as { connectionSettings: pg.ClientConfig }).connectionSettings;
 }
 
 /** Runs `work` in a knex transaction on `connection`, a client opened beside the pool; MikroORM's migrator takes that transaction. */

@@ -5,9 +5,9 @@
  * so there the bus is in-process. Messages carry ids only; readers load what they need.
  */
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
 import type { BusMessage } from '../db/commit-notices.js';
 import { listen, type Listener, type Notify } from '../db/listen-notify.js';
+import type { ConnectionBounds } from '../db/orm.js';
 
 export interface EventBus {
   /** Sends to every instance, this one included. Call after the change has committed. */
@@ -58,7 +58,11 @@ export class LocalBus implements EventBus {
   }
 }
 
-/** NOTIFY on the pool, LISTEN on a connection of its own, reconnected with back-off when it drops. */
+/**
+ * NOTIFY on the pool, LISTEN on a connection of its own to the database itself (`DATABASE_DIRECT_URL`:
+ * a pooler in transaction mode would deliver nothing to a session it does not hold), reconnected with
+ * back-off when it drops.
+ */
 export class PostgresBus implements EventBus {
   private listener: Listener | undefined;
   private readonly handlers: { onMessage: (m: BusMessage) => void; onReset: () => void }[] = [];
@@ -70,12 +74,12 @@ export class PostgresBus implements EventBus {
   private constructor(
     private readonly databaseUrl: string,
     /** The pool's bounds: connecting and the `listen` are bounded, so a stalled server only delays the retries. */
-    private readonly bounds: Config['database'],
+    private readonly bounds: ConnectionBounds,
     private readonly notify: Notify,
     private readonly logger: Logger,
   ) {}
 
-  static async start(databaseUrl: string, notify: Notify, logger: Logger, bounds: Config['database']): Promise<PostgresBus> {
+  static async start(databaseUrl: string, notify: Notify, logger: Logger, bounds: ConnectionBounds): Promise<PostgresBus> {
     const bus = new PostgresBus(databaseUrl, bounds, notify, logger);
     await bus.connect();
     return bus;

@@ -100,7 +100,7 @@ export class Maintenance {
     private readonly db: Database,
     private readonly icons: IconStore,
     private readonly logger: Logger,
-    private readonly config: Pick<Config, 'databaseUrl' | 'database' | 'eventRetentionDays' | 'dataDir'>,
+    private readonly config: Pick<Config, 'databaseDirectUrl' | 'database' | 'eventRetentionDays' | 'dataDir'>,
     private readonly options: MaintenanceOptions = MAINTENANCE_DEFAULTS,
   ) {}
 
@@ -197,7 +197,7 @@ export class Maintenance {
   /** The lock's release, or undefined when another session holds it. */
   private async lock(): Promise<(() => Promise<void>) | undefined> {
     if (this.db.kind === 'embedded') return async () => {};
-    return tryPruneLock(this.config.databaseUrl!, this.config.database.connectTimeoutMs);
+    return tryPruneLock(this.config.databaseDirectUrl!, this.config.database.connectTimeoutMs);
   }
 
   private pruneStripeEvents(): Promise<number> {

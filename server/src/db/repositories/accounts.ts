@@ -11,6 +11,7 @@ import { ApiToken, Session, User, type ApiTokenScope } from '../entities.js';
 import { afterCommit } from '../commit-notices.js';
 import { findPage, type PageRequest } from '../page.js';
 import { mapRow, query, selectColumns, sqlOnce } from '../raw.js';
+import { unnestInsert } from '../columns.js';
 
 // ---------- Users ----------
 
@@ -198,6 +199,12 @@ export function countApiTokens(em: EntityManager, userId: string): Promise<numbe
   return em.count(ApiToken, { user: userId });
 }
 
+const TOKEN_PROJECTS_INSERT = unnestInsert<{ projectId: string }, { tokenId: string }>(
+  'api_token_projects',
+  { projectId: ['project_id', 'uuid'] },
+  { tokenId: ['token_id', 'uuid'] },
+);
+
 /**
  * A new API token of the user, written at once; with `projectIds`, limited to those projects (each
  * of which must exist), otherwise reaching every project of its user.
@@ -211,7 +218,14 @@ export async function insertApiToken(
   const apiToken = em.create(ApiToken, { user, ...fields, limitedToProjects: projectIds !== undefined, lastUsedAt: null });
   await em.flush();
   if (projectIds?.length) {
-    await query(em, 'insert into api_token_projects (token_id, project_id) select ?, unnest(?::uuid[])', [apiToken.id, projectIds]);
+    await query(
+      em,
+      TOKEN_PROJECTS_INSERT.sql,
+      TOKEN_PROJECTS_INSERT.params(
+        projectIds.map((projectId) => ({ projectId })),
+        { tokenId: apiToken.id },
+      ),
+    );
   }
   return apiToken;
 }

@@ -8,6 +8,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Activity, type Project, type User } from '../entities.js';
 import { query } from '../raw.js';
+import { rowReader, time } from '../columns.js';
 
 /**
  * Adds a record to the unit of work of `em`: the next flush writes it (a transaction flushes before
@@ -32,19 +33,15 @@ export interface ActivityRow {
   actor: { id: string; username: string; icon: string | null } | null;
 }
 
-interface Row {
-  id: string;
-  type: string;
-  data: Record<string, unknown>;
-  created_at: string;
-  actor_id: string | null;
-  actor_username: string;
-  actor_icon: string | null;
-}
+const RECORD = rowReader<ActivityRow>({
+  id: 'a.id',
+  type: 'a.type',
+  data: 'a.data',
+  createdAt: time('a.created_at'),
+  actor: "case when u.id is null then null else json_build_object('id', u.id, 'username', u.username, 'icon', u.icon) end",
+});
 
-// to_json: the time as ISO 8601, whatever text format the connection's type parsers leave it in.
-const page = (cursor: string) => `select a.id, a.type, a.data, to_json(a.created_at) #>> '{}' as created_at,
-  u.id as actor_id, u.username as actor_username, u.icon as actor_icon
+const page = (cursor: string) => `select ${RECORD.select}
   from activity a left join users u on u.id = a.actor_id
   where a.project_id = ?${cursor} order by a.id desc limit ?`;
 const FIRST_PAGE = page('');
@@ -52,12 +49,6 @@ const PAGE_BELOW = page(' and a.id < ?');
 
 /** At most `limit` records of the project's log, newest first, below the id `below` when given. */
 export async function activityPage(em: EntityManager, projectId: string, below: string | undefined, limit: number): Promise<ActivityRow[]> {
-  const rows = await query<Row>(em, below ? PAGE_BELOW : FIRST_PAGE, below ? [projectId, below, limit] : [projectId, limit]);
-  return rows.map((row) => ({
-    id: row.id,
-    type: row.type,
-    data: row.data,
-    createdAt: new Date(row.created_at),
-    actor: row.actor_id === null ? null : { id: row.actor_id, username: row.actor_username, icon: row.actor_icon },
-  }));
+  const rows = await query(em, below ? PAGE_BELOW : FIRST_PAGE, below ? [projectId, below, limit] : [projectId, limit]);
+  return rows.map(RECORD.read);
 }

@@ -6,6 +6,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { TagValue } from '../entities.js';
 import { query } from '../raw.js';
+import { rowReader, time } from '../columns.js';
 
 export interface EndUserRow {
   userId: string;
@@ -15,31 +16,18 @@ export interface EndUserRow {
   eventCount: number;
 }
 
-interface Row {
-  user_id: string;
-  properties: Record<string, TagValue>;
-  first_seen: string | null;
-  last_seen: string | null;
-  event_count: number;
-}
-
-const COLUMNS =
-  "user_id, properties, to_json(first_seen) #>> '{}' as first_seen, to_json(last_seen) #>> '{}' as last_seen, event_count::float8 as event_count";
-
-function endUserRow(row: Row): EndUserRow {
-  return {
-    userId: row.user_id,
-    properties: row.properties,
-    firstSeen: row.first_seen === null ? null : new Date(row.first_seen),
-    lastSeen: row.last_seen === null ? null : new Date(row.last_seen),
-    eventCount: row.event_count,
-  };
-}
+const END_USER = rowReader<EndUserRow>({
+  userId: 'user_id',
+  properties: 'properties',
+  firstSeen: time('first_seen'),
+  lastSeen: time('last_seen'),
+  eventCount: 'event_count::float8',
+});
 
 /** The project's end user `userId`, or undefined when neither recorded nor seen in an event. */
 export async function findEndUser(em: EntityManager, projectId: string, userId: string): Promise<EndUserRow | undefined> {
-  const [row] = await query<Row>(em, `select ${COLUMNS} from end_users where project_id = ? and user_id = ?`, [projectId, userId]);
-  return row && endUserRow(row);
+  const [row] = await query(em, `select ${END_USER.select} from end_users where project_id = ? and user_id = ?`, [projectId, userId]);
+  return row && END_USER.read(row);
 }
 
 /**
@@ -55,14 +43,14 @@ export async function mergeEndUserProperties(
   maxKeys: number,
 ): Promise<EndUserRow | undefined> {
   const json = JSON.stringify(properties);
-  const [row] = await query<Row>(
+  const [row] = await query(
     tx,
     `insert into end_users as u (project_id, user_id, properties) select ?, ?, ?::jsonb
      where (select count(*) from jsonb_object_keys(?::jsonb)) <= ?
      on conflict (project_id, user_id) do update set properties = u.properties || excluded.properties
      where (select count(*) from jsonb_object_keys(u.properties || excluded.properties)) <= ?
-     returning ${COLUMNS}`,
+     returning ${END_USER.select}`,
     [projectId, userId, json, json, maxKeys, maxKeys],
   );
-  return row && endUserRow(row);
+  return row && END_USER.read(row);
 }

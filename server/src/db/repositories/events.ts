@@ -15,6 +15,7 @@ import { Feed, type Project, type TagValue } from '../entities.js';
 import { findPage, type PageRequest } from '../page.js';
 import { afterCommit } from '../commit-notices.js';
 import { query, sqlOnce } from '../raw.js';
+import { rowReader, time, unnestInsert, type ReadColumns } from '../columns.js';
 import { QUEUE_EVENT_DELIVERIES } from './webhooks.js';
 
 // ---------- Feeds ----------
@@ -70,7 +71,7 @@ export async function deleteFeedRow(em: EntityManager, feedId: string): Promise<
 
 // ---------- Events ----------
 
-/** An event as answers show it: its columns, and the name of its feed. */
+/** An event as answers show it: its columns, and the name of its feed. The events table's row type, written once. */
 export interface EventRow {
   id: string;
   feed: string;
@@ -84,30 +85,24 @@ export interface EventRow {
   createdAt: Date;
 }
 
-interface Row {
-  id: string;
-  feed: string;
-  event: string;
-  description: string | null;
-  emoji: string | null;
-  tags: Record<string, TagValue>;
-  user_id: string | null;
-  notify: boolean;
-  timestamp: string;
-  created_at: string;
-}
-
-// to_json: the times as ISO 8601, whatever text format the connection's type parsers leave them in.
-const COLUMNS =
-  "e.id, f.name as feed, e.event, e.description, e.emoji, e.tags, e.user_id, e.notify, to_json(e.timestamp) #>> '{}' as timestamp, " +
-  "to_json(e.created_at) #>> '{}' as created_at from events e join feeds f on f.id = e.feed_id";
+/** The columns of `EventRow`, from `events e join feeds f` (FROM_EVENTS). */
+const EVENT_COLUMNS: ReadColumns<EventRow> = {
+  id: 'e.id',
+  feed: 'f.name',
+  event: 'e.event',
+  description: 'e.description',
+  emoji: 'e.emoji',
+  tags: 'e.tags',
+  userId: 'e.user_id',
+  notify: 'e.notify',
+  timestamp: time('e.timestamp'),
+  createdAt: time('e.created_at'),
+};
+const EVENT = rowReader<EventRow>(EVENT_COLUMNS);
+const FROM_EVENTS = 'from events e join feeds f on f.id = e.feed_id';
 
 /** The words `q=` searches, the expression `events_search_index` is built on (the query must spell it the same). */
 const SEARCHED_TEXT = "to_tsvector('simple'::regconfig, e.event || ' ' || coalesce(e.description, ''))";
-
-function eventRow({ user_id, timestamp, created_at, ...row }: Row): EventRow {
-  return { ...row, userId: user_id, timestamp: new Date(timestamp), createdAt: new Date(created_at) };
-}
 
 /**
  * What a group of publications needs once it holds the project's lock, in one statement: the ids of
@@ -137,18 +132,32 @@ export async function latestEventId(em: EntityManager, projectId: string): Promi
 /** An event to insert: its fields, with its feed by id; the insert sets when it was stored. */
 export type NewEvent = Omit<EventRow, 'feed' | 'createdAt'> & { feedId: string };
 
-// One statement, so one round trip whatever it keeps up: the events (the columns as arrays, one
-// text whatever the count, so it is prepared once), then from the rows inserted, the feeds' counts
+/** The insert of a group of events: a column per field of NewEvent, the project and the time of storing shared by the group. */
+const EVENTS_INSERT = unnestInsert<NewEvent, { projectId: string; createdAt: Date }>(
+  'events',
+  {
+    id: ['id', 'uuid'],
+    feedId: ['feed_id', 'uuid'],
+    event: ['event', 'text'],
+    description: ['description', 'text'],
+    emoji: ['emoji', 'text'],
+    tags: ['tags', 'jsonb'],
+    userId: ['user_id', 'text'],
+    notify: ['notify', 'boolean'],
+    timestamp: ['timestamp', 'timestamptz'],
+  },
+  { projectId: ['project_id', 'uuid'], createdAt: ['created_at', 'timestamptz'] },
+);
+
+// One statement, so one round trip whatever it keeps up: the events (EVENTS_INSERT: the columns as
+// arrays, one text whatever the count, so it is prepared once), then from the rows inserted, the feeds' counts
 // per minute, quarter hour, hour and UTC day of the events' timestamps (what a chart's buckets sum:
 // db/repositories/event-counts.ts), and the end users' first and last
 // events and number of events, and the webhook deliveries the events' endpoints are owed
 // (db/repositories/webhooks.ts). All are written with the events, in their transaction: no
 // crash or race can leave one without the other.
 const INSERT_EVENTS = `with inserted as (
-    insert into events (id, project_id, feed_id, event, description, emoji, tags, user_id, notify, timestamp, created_at)
-    select v.id, ?::uuid, v.feed_id, v.event, v.description, v.emoji, v.tags, v.user_id, v.notify, v.timestamp, ?::timestamptz
-    from unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::text[], ?::boolean[], ?::timestamptz[])
-      as v(id, feed_id, event, description, emoji, tags, user_id, notify, timestamp)
+    ${EVENTS_INSERT.sql}
     returning id, project_id, feed_id, user_id, timestamp, tags, notify
   ), ${QUEUE_EVENT_DELIVERIES}, event_counted as (
     insert into event_counts as c (project_id, span, start, feed_id, count)
@@ -174,19 +183,7 @@ const INSERT_EVENTS = `with inserted as (
  * a live stream sends everything after its cursor, in id order, so one message covers the group.
  */
 export async function insertEvents(tx: EntityManager, projectId: string, createdAt: Date, events: NewEvent[]): Promise<void> {
-  await query(tx, INSERT_EVENTS, [
-    projectId,
-    createdAt.toISOString(),
-    events.map((e) => e.id),
-    events.map((e) => e.feedId),
-    events.map((e) => e.event),
-    events.map((e) => e.description),
-    events.map((e) => e.emoji),
-    events.map((e) => JSON.stringify(e.tags)),
-    events.map((e) => e.userId),
-    events.map((e) => e.notify),
-    events.map((e) => e.timestamp.toISOString()),
-  ]);
+  await query(tx, INSERT_EVENTS, EVENTS_INSERT.params(events, { projectId, createdAt }));
   afterCommit(tx, { kind: 'event', projectId, eventId: events[events.length - 1]!.id });
 }
 
@@ -217,7 +214,7 @@ export async function eventsPage(em: EntityManager, q: EventsQuery): Promise<Eve
   const sql = sqlOnce(
     shape,
     () =>
-      `select ${COLUMNS} where e.project_id = ?` +
+      `select ${EVENT.select} ${FROM_EVENTS} where e.project_id = ?` +
       (q.feedId === undefined ? '' : ' and e.feed_id = ?') +
       (q.userId === undefined ? '' : ' and e.user_id = ?') +
       (q.words === undefined ? '' : ` and ${SEARCHED_TEXT} @@ plainto_tsquery('simple'::regconfig, ?)`) +
@@ -232,7 +229,7 @@ export async function eventsPage(em: EntityManager, q: EventsQuery): Promise<Eve
   if (q.below !== undefined) params.push(q.below);
   for (const anyOf of q.tags) params.push(anyOf.map((document) => JSON.stringify(document)));
   params.push(q.limit);
-  return (await query<Row>(em, sql, params)).map(eventRow);
+  return (await query(em, sql, params)).map(EVENT.read);
 }
 
 /** An event with its feed's id, by which a live stream narrowed to one feed picks its events. */
@@ -240,20 +237,21 @@ export interface LiveEventRow extends EventRow {
   feedId: string;
 }
 
+const LIVE_EVENT = rowReader<LiveEventRow>({ ...EVENT_COLUMNS, feedId: 'e.feed_id' });
+
 /** At most `limit` of the project's events after the id `cursor`, oldest first, of every feed: a live stream's next batch. */
 export async function eventsAfter(em: EntityManager, projectId: string, cursor: string, limit: number): Promise<LiveEventRow[]> {
-  const rows = await query<Row & { feed_id: string }>(
-    em,
-    `select e.feed_id, ${COLUMNS} where e.project_id = ? and e.id > ? order by e.id limit ?`,
-    [projectId, cursor, limit],
-  );
-  return rows.map(({ feed_id, ...row }) => ({ ...eventRow(row), feedId: feed_id }));
+  const rows = await query(em, `select ${LIVE_EVENT.select} ${FROM_EVENTS} where e.project_id = ? and e.id > ? order by e.id limit ?`, [
+    projectId,
+    cursor,
+    limit,
+  ]);
+  return rows.map(LIVE_EVENT.read);
 }
 
 /** The events among `ids` that are still stored, in no particular order. */
 export async function eventsByIds(em: EntityManager, ids: string[]): Promise<EventRow[]> {
-  const rows = await query<Row>(em, `select ${COLUMNS} where e.id = any(?::uuid[])`, [ids]);
-  return rows.map(eventRow);
+  return (await query(em, `select ${EVENT.select} ${FROM_EVENTS} where e.id = any(?::uuid[])`, [ids])).map(EVENT.read);
 }
 
 // ---------- Retention ----------

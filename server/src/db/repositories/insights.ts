@@ -10,6 +10,7 @@ import { Insight, type InsightValue, type Project } from '../entities.js';
 import { findPage, type PageRequest } from '../page.js';
 import { afterCommit } from '../commit-notices.js';
 import { query } from '../raw.js';
+import { unnestRows } from '../columns.js';
 import { queueChangeCtes } from './webhooks.js';
 
 /** An insight as its answer shows it: the managed entity, or the row a group of increments answered. */
@@ -97,14 +98,16 @@ export type IncrementGroupResult =
 const ISO = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 const INSIGHT_AS_SHOWN = `(select jsonb_build_object('id', u.id, 'title', u.title, 'value', to_jsonb(u.total), 'emoji', u.emoji,
   'created_at', ${ISO('u.created_at')}, 'updated_at', ${ISO('u.updated_at')}) from u)`;
+// The group's activity records, one per increment, as a row source of INCREMENT_GROUP.
+const RECORDS = unnestRows<{ id: string; actorId: string | null }>('r', { id: ['id', 'uuid'], actorId: ['actor_id', 'uuid'] });
 const INCREMENT_GROUP = `with p as (select id from projects where id = ? for key share),
   b as (select amount, ord from unnest(?::numeric[]) with ordinality as b(amount, ord)),
   t as (select sum(amount) as total from b),
   u as (update insights set value = to_jsonb((value #>> '{}')::numeric + (select total from t)), updated_at = now()
     where id = ? and project_id = (select id from p) and jsonb_typeof(value) = 'number'
     returning id, project_id, title, emoji, created_at, updated_at, (value #>> '{}')::numeric as total),
-  a as (insert into activity (id, project_id, actor_id, type, data, created_at)
-    select r.id, u.project_id, r.actor_id, ?::text, ?::jsonb, ?::timestamptz from u, unnest(?::uuid[], ?::uuid[]) as r(id, actor_id)),
+  a as (insert into activity (${RECORDS.columns}, project_id, type, data, created_at)
+    select r.*, u.project_id, ?::text, ?::jsonb, ?::timestamptz from u, ${RECORDS.source}),
   ${queueChangeCtes('(select project_id from u)', "'insight.updated'::text", INSIGHT_AS_SHOWN)}
   select exists (select 1 from p) as project_found, u.id, u.title, u.emoji,
     to_json(u.created_at) #>> '{}' as created_at, to_json(u.updated_at) #>> '{}' as updated_at,
@@ -146,8 +149,7 @@ export async function incrementInsightGroup(
     record.type,
     JSON.stringify(record.data),
     now,
-    increments.map(() => v7()),
-    increments.map((increment) => increment.actorId),
+    ...RECORDS.params(increments.map((increment) => ({ id: v7(), actorId: increment.actorId }))),
   ]);
   if (!row || row.id === null) return { applied: false, projectFound: row?.project_found ?? false };
   // The statement queued the group's `insight.updated` delivery (when an endpoint wants it).

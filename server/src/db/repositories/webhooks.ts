@@ -16,6 +16,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { afterCommit } from '../commit-notices.js';
 import { query } from '../raw.js';
+import { rowReader, time, unnestRows } from '../columns.js';
 
 /** Deliveries that may wait per endpoint; past it the endpoint is paused. */
 export const MAX_PENDING = 10_000;
@@ -61,50 +62,26 @@ export interface EndpointRow {
   createdBy: EndpointMaker | null;
 }
 
-interface EndpointColumns {
-  id: string;
-  project_id: string;
-  url: string;
-  description: string | null;
-  format: WebhookFormat;
-  types: WebhookType[];
-  feeds: string[];
-  tags: string[];
-  notify_only: boolean;
-  enabled: boolean;
-  disabled_reason: DisabledReason | null;
-  disabled_at: string | null;
-  missed_from_event: string | null;
-  secrets: string[];
-  pending: number;
-  created_at: string;
-  created_by: EndpointMaker | null;
-}
+// The signing secrets of the endpoint `w`: the current one, and the previous one while it still signs.
+const SECRETS = 'case when w.previous_secret_expires_at > now() then array[w.secret, w.previous_secret] else array[w.secret] end';
 
-// to_json: the times as ISO 8601, whatever text format the connection's type parsers leave them in.
-const ENDPOINT_COLUMNS = `w.id, w.project_id, w.url, w.description, w.format, w.types, w.feeds, w.tags, w.notify_only, w.enabled,
-  w.disabled_reason, to_json(w.disabled_at) #>> '{}' as disabled_at, w.missed_from_event, w.pending, to_json(w.created_at) #>> '{}' as created_at,
-  case when w.previous_secret_expires_at > now() then array[w.secret, w.previous_secret] else array[w.secret] end as secrets,
-  (select json_build_object('id', u.id, 'username', u.username, 'icon', u.icon) from users u where u.id = w.created_by) as created_by`;
-
-function endpointRow(row: EndpointColumns): EndpointRow {
-  return {
-    id: row.id,
-    projectId: row.project_id,
-    url: row.url,
-    description: row.description,
-    format: row.format,
-    filter: { types: row.types, feeds: row.feeds, tags: row.tags, notifyOnly: row.notify_only },
-    enabled: row.enabled,
-    disabledReason: row.disabled_reason,
-    disabledAt: row.disabled_at === null ? null : new Date(row.disabled_at),
-    missedFromEvent: row.missed_from_event,
-    secrets: row.secrets,
-    pending: row.pending,
-    createdAt: new Date(row.created_at),
-    createdBy: row.created_by,
-  };
-}
+/** The columns of `EndpointRow`, from `webhook_endpoints w`. */
+const ENDPOINT = rowReader<EndpointRow>({
+  id: 'w.id',
+  projectId: 'w.project_id',
+  url: 'w.url',
+  description: 'w.description',
+  format: 'w.format',
+  filter: "json_build_object('types', w.types, 'feeds', w.feeds, 'tags', w.tags, 'notifyOnly', w.notify_only)",
+  enabled: 'w.enabled',
+  disabledReason: 'w.disabled_reason',
+  disabledAt: time('w.disabled_at'),
+  missedFromEvent: 'w.missed_from_event',
+  secrets: SECRETS,
+  pending: 'w.pending',
+  createdAt: time('w.created_at'),
+  createdBy: "(select json_build_object('id', u.id, 'username', u.username, 'icon', u.icon) from users u where u.id = w.created_by)",
+});
 
 // ---------- Endpoints ----------
 
@@ -116,24 +93,24 @@ export async function countEndpoints(em: EntityManager, projectId: string): Prom
 
 /** At most `limit` of the project's endpoints, newest first, below the id `below` when given. */
 export async function endpointPage(em: EntityManager, projectId: string, below: string | undefined, limit: number): Promise<EndpointRow[]> {
-  const rows = await query<EndpointColumns>(
+  const rows = await query(
     em,
     below === undefined
-      ? `select ${ENDPOINT_COLUMNS} from webhook_endpoints w where w.project_id = ? order by w.id desc limit ?`
-      : `select ${ENDPOINT_COLUMNS} from webhook_endpoints w where w.project_id = ? and w.id < ? order by w.id desc limit ?`,
+      ? `select ${ENDPOINT.select} from webhook_endpoints w where w.project_id = ? order by w.id desc limit ?`
+      : `select ${ENDPOINT.select} from webhook_endpoints w where w.project_id = ? and w.id < ? order by w.id desc limit ?`,
     below === undefined ? [projectId, limit] : [projectId, below, limit],
   );
-  return rows.map(endpointRow);
+  return rows.map(ENDPOINT.read);
 }
 
 /** The project's endpoint `id`, or null; `forUpdate` locks its row until the transaction ends. */
 export async function findEndpoint(em: EntityManager, projectId: string, id: string, forUpdate = false): Promise<EndpointRow | null> {
-  const [row] = await query<EndpointColumns>(
+  const [row] = await query(
     em,
-    `select ${ENDPOINT_COLUMNS} from webhook_endpoints w where w.id = ? and w.project_id = ?${forUpdate ? ' for update' : ''}`,
+    `select ${ENDPOINT.select} from webhook_endpoints w where w.id = ? and w.project_id = ?${forUpdate ? ' for update' : ''}`,
     [id, projectId],
   );
-  return row ? endpointRow(row) : null;
+  return row ? ENDPOINT.read(row) : null;
 }
 
 export interface NewEndpoint {
@@ -151,10 +128,10 @@ export interface NewEndpoint {
 
 /** Adds an endpoint; answers it as stored. */
 export async function insertEndpoint(em: EntityManager, e: NewEndpoint): Promise<EndpointRow> {
-  const [row] = await query<EndpointColumns>(
+  const [row] = await query(
     em,
     `insert into webhook_endpoints as w (id, project_id, url, description, format, types, feeds, tags, notify_only, enabled, secret, created_by, created_at)
-     values (?, ?, ?, ?, ?, ?::text[], ?::text[], ?::text[], ?, ?, ?, ?, now()) returning ${ENDPOINT_COLUMNS}`,
+     values (?, ?, ?, ?, ?, ?::text[], ?::text[], ?::text[], ?, ?, ?, ?, now()) returning ${ENDPOINT.select}`,
     [
       e.id,
       e.projectId,
@@ -170,7 +147,7 @@ export async function insertEndpoint(em: EntityManager, e: NewEndpoint): Promise
       e.createdBy,
     ],
   );
-  return endpointRow(row!);
+  return ENDPOINT.read(row!);
 }
 
 /** What a change sets; `enabled` true also clears why the service had turned it off. */
@@ -186,7 +163,7 @@ export interface EndpointChanges {
 
 /** Writes the endpoint's settings (its row locked by the caller); answers it as stored. */
 export async function updateEndpoint(em: EntityManager, id: string, c: EndpointChanges): Promise<EndpointRow> {
-  const [row] = await query<EndpointColumns>(
+  const [row] = await query(
     em,
     `update webhook_endpoints w set url = ?, description = ?, format = ?, types = ?::text[], feeds = ?::text[], tags = ?::text[],
        notify_only = ?, enabled = ?, created_by = ?,
@@ -194,7 +171,7 @@ export async function updateEndpoint(em: EntityManager, id: string, c: EndpointC
        disabled_at = case when ? then null else w.disabled_at end,
        missed_from_event = case when ? then null else w.missed_from_event end,
        failing_since = case when ? and not w.enabled then null else w.failing_since end
-     where w.id = ? returning ${ENDPOINT_COLUMNS}`,
+     where w.id = ? returning ${ENDPOINT.select}`,
     [
       c.url,
       c.description,
@@ -212,7 +189,7 @@ export async function updateEndpoint(em: EntityManager, id: string, c: EndpointC
       id,
     ],
   );
-  return endpointRow(row!);
+  return ENDPOINT.read(row!);
 }
 
 /** Deletes the project's endpoint `id` and its deliveries; false when it was gone already. */
@@ -393,19 +370,20 @@ export interface ClaimedDelivery {
   secrets: string[];
 }
 
-interface ClaimedColumns {
-  id: string;
-  endpoint_id: string;
-  project_id: string;
-  type: WebhookType;
-  event_id: string | null;
-  payload: unknown;
-  attempts: number;
-  created_at: string;
-  url: string;
-  format: WebhookFormat;
-  secrets: string[];
-}
+/** The columns of `ClaimedDelivery`, from `webhook_deliveries d` and its endpoint `w`. */
+const CLAIMED = rowReader<ClaimedDelivery>({
+  id: 'd.id',
+  endpointId: 'd.endpoint_id',
+  projectId: 'w.project_id',
+  type: 'd.type',
+  eventId: 'd.event_id',
+  payload: 'd.payload',
+  attempt: 'd.attempts',
+  createdAt: time('d.created_at'),
+  url: 'w.url',
+  format: 'w.format',
+  secrets: SECRETS,
+});
 
 /**
  * Claims deliveries that are due, at most `perEndpoint` of each enabled endpoint not in
@@ -416,7 +394,7 @@ export async function claimDue(
   em: EntityManager,
   options: { skipEndpoints: string[]; probeEndpoints: string[]; perEndpoint: number; limit: number; leaseMs: number },
 ): Promise<ClaimedDelivery[]> {
-  const rows = await query<ClaimedColumns>(
+  const rows = await query(
     em,
     // The endpoints with pending deliveries, one index descent each (a skip scan of the index of due
     // rows, which PostgreSQL 15 does not do by itself), then each one's due rows.
@@ -441,25 +419,11 @@ export async function claimDue(
      update webhook_deliveries d set attempts = d.attempts + 1, leased_until = now() + ? * interval '1 millisecond'
      from due, webhook_endpoints w
      where d.id = due.id and w.id = d.endpoint_id
-     returning d.id, d.endpoint_id, w.project_id, d.type, d.event_id, d.payload, d.attempts, to_json(d.created_at) #>> '{}' as created_at,
-       w.url, w.format,
-       case when w.previous_secret_expires_at > now() then array[w.secret, w.previous_secret] else array[w.secret] end as secrets`,
+     returning ${CLAIMED.select}`,
     [options.probeEndpoints, options.perEndpoint, options.skipEndpoints, options.limit, options.leaseMs],
     { planEachTime: true },
   );
-  return rows.map((r) => ({
-    id: r.id,
-    endpointId: r.endpoint_id,
-    projectId: r.project_id,
-    type: r.type,
-    eventId: r.event_id,
-    payload: r.payload,
-    attempt: r.attempts,
-    createdAt: new Date(r.created_at),
-    url: r.url,
-    format: r.format,
-    secrets: r.secrets,
-  }));
+  return rows.map(CLAIMED.read);
 }
 
 /** One attempt's outcome, as the delivery's log keeps it. */
@@ -482,6 +446,16 @@ export interface Outcome {
   retryAt: Date | null;
 }
 
+/** Outcomes as a row source of `settle`'s statement, one array per field. */
+const OUTCOMES = unnestRows<Outcome>('o', {
+  id: ['id', 'uuid'],
+  attempt: ['attempt', 'int'],
+  entry: ['entry', 'jsonb'],
+  delivered: ['delivered', 'boolean'],
+  gone: ['gone', 'boolean'],
+  retryAt: ['retry_at', 'timestamptz'],
+});
+
 /** An endpoint a settle turned off (a settle never pauses one for its backlog: queueing does). */
 export interface DisabledEndpoint {
   id: string;
@@ -503,8 +477,7 @@ export async function settle(em: EntityManager, outcomes: Outcome[], failingForM
   return query<DisabledEndpoint>(
     em,
     `with outcome as (
-       select * from unnest(?::uuid[], ?::int[], ?::jsonb[], ?::boolean[], ?::boolean[], ?::timestamptz[])
-         as o(id, attempt, entry, delivered, gone, retry_at)
+       select * from ${OUTCOMES.source}
      ), settled as (
        update webhook_deliveries d set
          state = case when o.delivered then 'delivered' when o.retry_at is null then 'failed' else 'pending' end,
@@ -539,15 +512,7 @@ export async function settle(em: EntityManager, outcomes: Outcome[], failingForM
        select id, project_id, url, reason from changed where reason is not null and was_enabled
      ), noticed as (${disabledNotices('turned_off', 'reason')})
      select id, project_id as "projectId", url, reason from turned_off`,
-    [
-      outcomes.map((o) => o.id),
-      outcomes.map((o) => o.attempt),
-      outcomes.map((o) => JSON.stringify(o.entry)),
-      outcomes.map((o) => o.delivered),
-      outcomes.map((o) => o.gone),
-      outcomes.map((o) => (o.retryAt === null ? null : o.retryAt.toISOString())),
-      failingForMs,
-    ],
+    [...OUTCOMES.params(outcomes), failingForMs],
   );
 }
 
@@ -588,37 +553,20 @@ export interface DeliveryRow {
   createdAt: Date;
 }
 
-interface DeliveryColumns {
-  id: string;
-  endpoint_id: string;
-  project_id: string;
-  type: WebhookType;
-  event_id: string | null;
-  payload: unknown;
-  state: DeliveryRow['state'];
-  next_attempt_at: string | null;
-  log: AttemptEntry[];
-  created_at: string;
-}
-
-const DELIVERY_COLUMNS = `d.id, d.endpoint_id, w.project_id, d.type, d.event_id, d.payload, d.state,
-  to_json(d.next_attempt_at) #>> '{}' as next_attempt_at, d.log, to_json(d.created_at) #>> '{}' as created_at
-  from webhook_deliveries d join webhook_endpoints w on w.id = d.endpoint_id`;
-
-function deliveryRow(r: DeliveryColumns): DeliveryRow {
-  return {
-    id: r.id,
-    endpointId: r.endpoint_id,
-    projectId: r.project_id,
-    type: r.type,
-    eventId: r.event_id,
-    payload: r.payload,
-    state: r.state,
-    nextAttemptAt: r.next_attempt_at === null ? null : new Date(r.next_attempt_at),
-    log: r.log,
-    createdAt: new Date(r.created_at),
-  };
-}
+/** The columns of `DeliveryRow`, from DELIVERIES. */
+const DELIVERY = rowReader<DeliveryRow>({
+  id: 'd.id',
+  endpointId: 'd.endpoint_id',
+  projectId: 'w.project_id',
+  type: 'd.type',
+  eventId: 'd.event_id',
+  payload: 'd.payload',
+  state: 'd.state',
+  nextAttemptAt: time('d.next_attempt_at'),
+  log: 'd.log',
+  createdAt: time('d.created_at'),
+});
+const DELIVERIES = 'from webhook_deliveries d join webhook_endpoints w on w.id = d.endpoint_id';
 
 /** At most `limit` of the endpoint's deliveries, newest first, below the id `below` when given. */
 export async function deliveryPage(
@@ -627,20 +575,20 @@ export async function deliveryPage(
   below: string | undefined,
   limit: number,
 ): Promise<DeliveryRow[]> {
-  const rows = await query<DeliveryColumns>(
+  const rows = await query(
     em,
     below === undefined
-      ? `select ${DELIVERY_COLUMNS} where d.endpoint_id = ? order by d.id desc limit ?`
-      : `select ${DELIVERY_COLUMNS} where d.endpoint_id = ? and d.id < ? order by d.id desc limit ?`,
+      ? `select ${DELIVERY.select} ${DELIVERIES} where d.endpoint_id = ? order by d.id desc limit ?`
+      : `select ${DELIVERY.select} ${DELIVERIES} where d.endpoint_id = ? and d.id < ? order by d.id desc limit ?`,
     below === undefined ? [endpointId, limit] : [endpointId, below, limit],
   );
-  return rows.map(deliveryRow);
+  return rows.map(DELIVERY.read);
 }
 
 /** The endpoint's delivery `id`, or null. */
 export async function findDelivery(em: EntityManager, endpointId: string, id: string): Promise<DeliveryRow | null> {
-  const [row] = await query<DeliveryColumns>(em, `select ${DELIVERY_COLUMNS} where d.id = ? and d.endpoint_id = ?`, [id, endpointId]);
-  return row ? deliveryRow(row) : null;
+  const [row] = await query(em, `select ${DELIVERY.select} ${DELIVERIES} where d.id = ? and d.endpoint_id = ?`, [id, endpointId]);
+  return row ? DELIVERY.read(row) : null;
 }
 
 /** Deletes at most `limit` deliveries settled (delivered or failed) whose id is below `idBelow`, oldest first; how many it deleted. */
