@@ -19,7 +19,7 @@ import {
 } from '../db/repositories/projects.js';
 import { needsInviteFact, permit, permitProject, type ActingAs, type InviteeAction, type ProjectAction } from '../policies/project.js';
 import { Internal, projectNotFound } from '../errors.js';
-import type { Caller } from './credentials.js';
+import type { Caller } from './scope.js';
 import type { ProjectView } from './project-view.js';
 
 export interface ProjectAccess {

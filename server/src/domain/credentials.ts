@@ -29,7 +29,7 @@ import { lockUser, ownTransaction, transaction } from '../db/transaction.js';
 import { InvalidRequest, NotFound, Unauthenticated, type ErrorDetail } from '../errors.js';
 import { isScopeSet, UNLIMITED, type Grant, type TokenScope } from '../policies/project.js';
 import { refuseAtCap, type Limits } from './limits.js';
-import type { Scope } from './scope.js';
+import type { Caller, Scope } from './scope.js';
 
 const SESSION_IDLE_DAYS = 30;
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -39,21 +39,6 @@ export const SESSION_LIFETIME_SECONDS = (SESSION_IDLE_DAYS * DAY_MS) / 1000;
 const TOUCH_INTERVAL_MS = 60 * 1000;
 
 export type { CredentialKind };
-
-export interface Caller {
-  /**
-   * The caller's account, a managed entity of the request's entity manager, mapped on first use:
-   * a request that needs only the id or the username (every read) never pays for the mapping.
-   */
-  readonly user: User;
-  userId: string;
-  username: string;
-  kind: CredentialKind;
-  /** The session's or API token's id. */
-  credentialId: string;
-  /** What the credential may do and where: everything its user may for a session, what it was made for for an API token. */
-  grant: Grant;
-}
 
 export interface Device {
   userAgent: string | undefined;

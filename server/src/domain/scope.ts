@@ -5,7 +5,25 @@
  * (services.ts).
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Caller } from './credentials.js';
+import type { User } from '../db/entities.js';
+import type { CredentialKind } from '../db/repositories/accounts.js';
+import type { Grant } from '../policies/project.js';
+
+/** Who asks: the credential a request presented, resolved (credentials.ts `resolveToken`). */
+export interface Caller {
+  /**
+   * The caller's account, a managed entity of the request's entity manager, mapped on first use:
+   * a request that needs only the id or the username (every read) never pays for the mapping.
+   */
+  readonly user: User;
+  userId: string;
+  username: string;
+  kind: CredentialKind;
+  /** The session's or API token's id. */
+  credentialId: string;
+  /** What the credential may do and where: everything its user may for a session, what it was made for for an API token. */
+  grant: Grant;
+}
 
 export interface Scope {
   em: EntityManager;

@@ -15,7 +15,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Context } from 'koa';
 import { CsrfRefused, Forbidden, Unauthenticated } from '../errors.js';
-import { resolveAuthorization, resolveToken, type Caller } from '../domain/credentials.js';
+import { resolveAuthorization, resolveToken } from '../domain/credentials.js';
+import type { Caller } from '../domain/scope.js';
 import { permitScope } from '../policies/project.js';
 import type { ContractOperation } from './contract-operation.js';
 import { clearedSessionCookie, fromOwnOrigin, SEVERAL_SESSION_COOKIES, sessionCookieOf } from './session-cookie.js';

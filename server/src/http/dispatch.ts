@@ -17,7 +17,8 @@
 import type { Context, Middleware } from 'koa';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { unitOfWork } from '../db/orm.js';
-import type { Caller, Device } from '../domain/credentials.js';
+import type { Device } from '../domain/credentials.js';
+import type { Caller } from '../domain/scope.js';
 import { claimLeaseMs } from '../domain/idempotency.js';
 import { Internal } from '../errors.js';
 import type { Services } from '../services.js';

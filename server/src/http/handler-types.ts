@@ -5,7 +5,8 @@
 import type { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { operations } from '../../../spec/generated/openapi.js';
-import type { Caller, Device } from '../domain/credentials.js';
+import type { Device } from '../domain/credentials.js';
+import type { Caller } from '../domain/scope.js';
 import type { Services } from '../services.js';
 import type { SessionCookieChange } from './envelope.js';
 

@@ -24,7 +24,7 @@ import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes, type RateLimite
 import type { Config } from '../config.js';
 import type { Database } from '../db/orm.js';
 import { rateLimitStore } from '../db/pool.js';
-import type { Caller } from '../domain/credentials.js';
+import type { Caller } from '../domain/scope.js';
 import { TooManyRequests } from '../errors.js';
 
 /** Operations that try a password or send mail: counted per client address against the sign-in limit, so that guessing is slow everywhere. */
