@@ -4,6 +4,7 @@ import type { Config } from './config.js';
 import { onCommitted } from './db/commit-notices.js';
 import { unitOfWork, type Database } from './db/orm.js';
 import { Accounts } from './domain/accounts.js';
+import { Subscriptions } from './domain/billing.js';
 import { Credentials } from './domain/credentials.js';
 import { EndUsers } from './domain/end-users.js';
 import { Events } from './domain/events.js';
@@ -49,6 +50,8 @@ export interface Services {
   projects: Projects;
   /** A project's members and invites, and its hand-over. */
   members: Members;
+  /** Projects' plans: Stripe's events, checkouts, the customer portal. */
+  subscriptions: Subscriptions;
   icons: IconStore;
   billing: Billing;
   live: LiveStreams;
@@ -126,6 +129,7 @@ export async function createServices(config: Config, logger: Logger, db: Databas
     logsnag: new LogSnag({ events, feeds, insights, endUsers }),
     projects: new Projects({ icons, billing, limits, shapes: webhookShapes }),
     members: new Members({ limits, shapes: webhookShapes }),
+    subscriptions: new Subscriptions({ billing, priceTiers: config.stripe.priceTiers }),
     icons,
     billing,
     live,

@@ -41,6 +41,7 @@ import { lockProject, transaction } from '../db/transaction.js';
 import { AlreadySubscribed, InvalidRequest, NoSubscription } from '../errors.js';
 import { confirmAccess } from './access.js';
 import { recordActivity } from './activity.js';
+import type { Scope } from './scope.js';
 
 /** A verified Stripe event: its id, its type and the object it carries (`data.object`). */
 export interface WebhookEvent {
@@ -117,34 +118,6 @@ export function tierOf(subscription: Record<string, unknown>, priceTiers: Readon
     if (mapped !== undefined && mapped > tier) tier = mapped;
   }
   return tier;
-}
-
-/**
- * Applies one verified event, at most once per event id, in one transaction (run again, whole,
- * when PostgreSQL aborts it as a deadlock: the claim of the id is undone with the rest). Unknown
- * projects, subscriptions and event types are ignored.
- */
-export async function applyWebhookEvent(
-  em: EntityManager,
-  billing: SubscriptionCanceller,
-  priceTiers: ReadonlyMap<string, number>,
-  event: WebhookEvent,
-): Promise<EventOutcome> {
-  return transaction(em, async (tx): Promise<EventOutcome> => {
-    // Claims the event id. A concurrent delivery of the same event waits here for this transaction
-    // and then finds the id taken.
-    if (!(await claimStripeEvent(tx, event.id, event.type, new Date()))) return { outcome: 'duplicate' };
-    switch (event.type) {
-      case 'checkout.session.completed':
-        return completeCheckout(tx, billing, event);
-      case 'customer.subscription.created':
-      case 'customer.subscription.updated':
-      case 'customer.subscription.deleted':
-        return followSubscription(tx, priceTiers, event);
-      default:
-        return { outcome: 'ignored', reason: 'event type not handled' };
-    }
-  });
 }
 
 /** `checkout.session.completed`: the project named by the session takes its subscription, and the subscription's tier if known. */
@@ -290,42 +263,77 @@ function asOwner(
   });
 }
 
-/**
- * Starts a checkout for `tier`. In this order: billing configured (503); a price for the tier
- * (400); no subscription yet (409); then Stripe (502). Nothing is stored: the project changes only
- * when Stripe reports the completed checkout to the webhook.
- */
-export async function startCheckout(
-  em: EntityManager,
-  billing: PlanSessions,
-  priceTiers: ReadonlyMap<string, number>,
-  project: Pick<Project, 'id'>,
-  actor: Pick<User, 'id'>,
-  tier: number,
-  idempotencyKey: string | undefined,
-): Promise<{ id: string; url: string }> {
-  billing.assertCheckoutOn();
-  const price = priceOfTier(priceTiers, tier);
-  if (price === undefined) {
-    throw new InvalidRequest('No plan is sold for this tier.', [
-      { path: '/body/tier', message: 'no Stripe price is configured for this tier' },
-    ]);
-  }
-  const current = await asOwner(em, project, actor, 'billing.checkout');
-  if (current.billingId) throw new AlreadySubscribed();
-  return billing.createCheckoutSession({ projectId: current.id, price, idempotencyKey });
+/** What the subscriptions module is built with (services.ts). */
+export interface SubscriptionsDeps {
+  /** The billing adapter (billing/index.ts). */
+  billing: PlanSessions & SubscriptionCanceller;
+  /** `STRIPE_PRICE_TIERS`: the tier each Stripe price pays for. */
+  priceTiers: ReadonlyMap<string, number>;
 }
 
-/** Opens the customer portal for the project's subscription: 503 when billing is off, 409 without a subscription. */
-export async function openPortal(
-  em: EntityManager,
-  billing: PlanSessions,
-  project: Pick<Project, 'id'>,
-  actor: Pick<User, 'id'>,
-  idempotencyKey: string | undefined,
-): Promise<{ url: string }> {
-  billing.assertPortalOn();
-  const current = await asOwner(em, project, actor, 'billing.portal');
-  if (!current.billingId) throw new NoSubscription();
-  return billing.createPortalSession(current.billingId, idempotencyKey);
+/** Projects' plans: Stripe's events applied, checkouts started, the customer portal opened. */
+export class Subscriptions {
+  private readonly billing: PlanSessions & SubscriptionCanceller;
+  private readonly priceTiers: ReadonlyMap<string, number>;
+
+  constructor({ billing, priceTiers }: SubscriptionsDeps) {
+    this.billing = billing;
+    this.priceTiers = priceTiers;
+  }
+
+  /**
+   * Applies one verified event, at most once per event id, in one transaction (run again, whole,
+   * when PostgreSQL aborts it as a deadlock: the claim of the id is undone with the rest). Unknown
+   * projects, subscriptions and event types are ignored.
+   */
+  async applyEvent({ em }: Pick<Scope, 'em'>, event: WebhookEvent): Promise<EventOutcome> {
+    return transaction(em, async (tx): Promise<EventOutcome> => {
+      // Claims the event id. A concurrent delivery of the same event waits here for this transaction
+      // and then finds the id taken.
+      if (!(await claimStripeEvent(tx, event.id, event.type, new Date()))) return { outcome: 'duplicate' };
+      switch (event.type) {
+        case 'checkout.session.completed':
+          return completeCheckout(tx, this.billing, event);
+        case 'customer.subscription.created':
+        case 'customer.subscription.updated':
+        case 'customer.subscription.deleted':
+          return followSubscription(tx, this.priceTiers, event);
+        default:
+          return { outcome: 'ignored', reason: 'event type not handled' };
+      }
+    });
+  }
+
+  /**
+   * Starts a checkout for `tier`; `clientKey` is the request's `Idempotency-Key`, if any
+   * (`stripeIdempotencyKey`). In this order: billing configured (503); a price for the tier
+   * (400); no subscription yet (409); then Stripe (502). Nothing is stored: the project changes only
+   * when Stripe reports the completed checkout to the webhook.
+   */
+  async checkout(
+    { em, caller }: Scope,
+    project: Pick<Project, 'id'>,
+    tier: number,
+    clientKey: string | undefined,
+  ): Promise<{ id: string; url: string }> {
+    this.billing.assertCheckoutOn();
+    const price = priceOfTier(this.priceTiers, tier);
+    if (price === undefined) {
+      throw new InvalidRequest('No plan is sold for this tier.', [
+        { path: '/body/tier', message: 'no Stripe price is configured for this tier' },
+      ]);
+    }
+    const current = await asOwner(em, project, { id: caller.userId }, 'billing.checkout');
+    if (current.billingId) throw new AlreadySubscribed();
+    const idempotencyKey = stripeIdempotencyKey('checkout', caller.userId, project.id, clientKey);
+    return this.billing.createCheckoutSession({ projectId: current.id, price, idempotencyKey });
+  }
+
+  /** Opens the customer portal for the project's subscription: 503 when billing is off, 409 without a subscription; `clientKey` as for `checkout`. */
+  async portal({ em, caller }: Scope, project: Pick<Project, 'id'>, clientKey: string | undefined): Promise<{ url: string }> {
+    this.billing.assertPortalOn();
+    const current = await asOwner(em, project, { id: caller.userId }, 'billing.portal');
+    if (!current.billingId) throw new NoSubscription();
+    return this.billing.createPortalSession(current.billingId, stripeIdempotencyKey('portal', caller.userId, project.id, clientKey));
+  }
 }

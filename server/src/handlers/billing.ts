@@ -1,6 +1,5 @@
 import type { Handler } from '../http/handler-types.js';
 import { projectAccess } from '../domain/access.js';
-import { applyWebhookEvent, openPortal, startCheckout, stripeIdempotencyKey } from '../domain/billing.js';
 import { presentCheckoutSession, presentPortalSession } from '../presenters/billing.js';
 
 /**
@@ -24,7 +23,7 @@ export const stripeWebhook: Handler<'stripeWebhook'> = async ({ headers, readRaw
   const rawBody = await readRawBody(WEBHOOK_BODY_LIMIT_BYTES);
   const event = services.billing.verifyEvent(rawBody, headers['Stripe-Signature'] ?? '');
   validateBody(event);
-  const result = await applyWebhookEvent(em, services.billing, services.config.stripe.priceTiers, event);
+  const result = await services.subscriptions.applyEvent({ em }, event);
   services.logger.info(
     { stripeEvent: event.id, type: event.type, ...result },
     result.outcome === 'ignored' ? 'stripe event ignored' : 'stripe event',
@@ -34,13 +33,12 @@ export const stripeWebhook: Handler<'stripeWebhook'> = async ({ headers, readRaw
 
 export const createCheckoutSession: Handler<'createCheckoutSession'> = async ({ params, body, headers, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'billing.checkout');
-  const key = stripeIdempotencyKey('checkout', caller.userId, project.id, headers['Idempotency-Key']);
-  const session = await startCheckout(em, services.billing, services.config.stripe.priceTiers, project, caller.user, body.tier, key);
+  const session = await services.subscriptions.checkout({ em, caller }, project, body.tier, headers['Idempotency-Key']);
   return { status: 201, data: presentCheckoutSession(session) };
 };
 
 export const createPortalSession: Handler<'createPortalSession'> = async ({ params, headers, caller, em, services }) => {
   const { project } = await projectAccess(em, caller, params.namespace, 'billing.portal');
-  const key = stripeIdempotencyKey('portal', caller.userId, project.id, headers['Idempotency-Key']);
-  return { status: 201, data: presentPortalSession(await openPortal(em, services.billing, project, caller.user, key)) };
+  const session = await services.subscriptions.portal({ em, caller }, project, headers['Idempotency-Key']);
+  return { status: 201, data: presentPortalSession(session) };
 };
