@@ -164,6 +164,10 @@ export const Event = defineEntity({
     description: p.text().nullable(),
     emoji: p.text().nullable(),
     tags: p.json<Record<string, TagValue>>(),
+    /** The end user of the publisher's product it concerns. */
+    userId: p.text().nullable(),
+    /** Whether the publisher asked that people be told. */
+    notify: p.boolean().default(false),
     timestamp: timestamp(),
     createdAt: createdAt(),
   },
