@@ -138,7 +138,7 @@ export async function createServices(config: Config, logger: Logger, db: Databas
     emailChanges: new EmailChanges(outbox, config.emailChange, logger),
     databaseFailure: () => db.failed(),
   };
-  const rateLimits = RateLimits.create(config, db);
+  const rateLimits = RateLimits.create(config, db, logger);
   // Before the service listens: icons an earlier release kept on disk are served from the first request.
   const maintenance = await new Maintenance(db, services.icons, logger, config).start();
   deliverer.start();
@@ -148,6 +148,7 @@ export async function createServices(config: Config, logger: Logger, db: Databas
     close: async () => {
       await deliverer.stop();
       await maintenance.stop();
+      rateLimits.close();
       await outbox.close();
       live.close();
       await bus.close();

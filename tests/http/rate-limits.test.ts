@@ -41,10 +41,19 @@ async function sessionsOf(server: RunningServer, username: string): Promise<{ id
   return sql(text, [username], server.db);
 }
 
-/** The counters' keys in PostgreSQL; undefined with the embedded database, whose counters are in memory. */
-async function counterKeys(): Promise<string[] | undefined> {
+/**
+ * The counters' keys in PostgreSQL once they hold `expected` (each instance adds its counts up there
+ * within a second), or as they are after 3 s; undefined with the embedded database, whose counters
+ * are in memory.
+ */
+async function counterKeys(expected: string[]): Promise<string[] | undefined> {
   if (database().kind !== 'postgresql') return undefined;
-  return (await sql<{ key: string }>('select key from rate_limits order by key')).map((r) => r.key);
+  const deadline = Date.now() + 3000;
+  for (;;) {
+    const keys = (await sql<{ key: string }>('select key from rate_limits order by key')).map((r) => r.key);
+    if (keys.join() === [...expected].sort().join() || Date.now() > deadline) return keys;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 describe('rate limits', function () {
@@ -102,7 +111,7 @@ describe('rate limits', function () {
     // Malformed headers and none at all are the same address, as spent.
     expect(await statuses(limited, 2, 'Basic dXNlcjpwYXNz')).to.deep.equal([429, 429]);
     expect(await statuses(limited, 1)).to.deep.equal([429]);
-    const keys = await counterKeys();
+    const keys = await counterKeys(['api:ip:127.0.0.1']);
     if (keys) expect(keys).to.deep.equal(['api:ip:127.0.0.1']);
   });
 
@@ -130,8 +139,9 @@ describe('rate limits', function () {
     expect(await statuses(limited, 1, `Bearer ${secret(third.json.data.token as string)}`)).to.deep.equal([429]);
     const other = await signUpOn(limited);
     expect(await statuses(limited, 1, `Bearer ${other.token}`)).to.deep.equal([200]);
-    const keys = await counterKeys();
-    if (keys) expect(keys.sort()).to.deep.equal(['api:ip:127.0.0.1', `api:user:${user.id}`, `api:user:${other.id}`].sort());
+    const expected = ['api:ip:127.0.0.1', `api:user:${user.id}`, `api:user:${other.id}`].sort();
+    const keys = await counterKeys(expected);
+    if (keys) expect(keys).to.deep.equal(expected);
   });
 
   it('never limits health checks', async () => {

@@ -7,9 +7,10 @@
  * and a request without one that resolved (none, malformed, unknown,
  * expired; and every request to a public route, whose credential dispatch does not resolve) by its
  * client address, so made-up tokens share their sender's bucket and no counter is ever keyed by
- * what a client wrote. Counters live in PostgreSQL when there is a server, so every instance
- * shares them, and in memory with the
- * embedded database (one process). Every limited answer carries `RateLimit-Limit`,
+ * what a client wrote. Sign-in counts live in PostgreSQL when there is a server, exact for every
+ * instance; the others in each instance's memory, added up across instances in batches
+ * (rate-counter.ts), so that counting costs a request no write. With the embedded database (one
+ * process) all count in memory, exactly. Every limited answer carries `RateLimit-Limit`,
  * `RateLimit-Remaining` and `RateLimit-Reset`.
  *
  * `/cdn` answers count apart, per client address (`CDN_RATE_LIMIT`): they need no credential, and
@@ -22,10 +23,13 @@ import { isIP } from 'node:net';
 import type { Context } from 'koa';
 import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config } from '../config.js';
+import type { Logger } from 'pino';
 import type { Database } from '../db/orm.js';
 import { rateLimitStore } from '../db/pool.js';
+import { addRateCounts, dropEndedRateCounts } from '../db/rate-counts.js';
 import type { Caller } from '../domain/scope.js';
 import { TooManyRequests } from '../errors.js';
+import { RateCounter, type Decision, type SharedCounts } from './rate-counter.js';
 
 /** Operations that try a password or send mail: counted per client address against the sign-in limit, so that guessing is slow everywhere. */
 const AUTH_OPERATIONS = new Set([
@@ -81,33 +85,52 @@ function ipv6Groups(address: string): number[] {
   return tail === undefined ? left : [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
 }
 
+/** The sign-in limit's counter (rate-limiter-flexible, exact: every request counted in its store), or a per-instance count (rate-counter.ts). */
+type Limiter = { kind: 'exact'; limiter: RateLimiterAbstract } | { kind: 'counted'; counter: RateCounter };
+
 export class RateLimits {
   private constructor(
-    private readonly auth: RateLimiterAbstract | undefined,
-    private readonly api: RateLimiterAbstract | undefined,
-    private readonly cdn: RateLimiterAbstract | undefined,
+    private readonly auth: Limiter | undefined,
+    private readonly api: Limiter | undefined,
+    private readonly cdn: Limiter | undefined,
   ) {}
 
-  static create(config: Config, db: Database): RateLimits {
-    const limiter = (keyPrefix: string, points: number): RateLimiterAbstract | undefined => {
+  /**
+   * Sign-in limits count exactly, each request in the shared store (a guessed password must never
+   * get past the limit on another instance); the others count in this instance's memory and add up
+   * across instances in batches (rate-counter.ts states the bound).
+   */
+  static create(config: Config, db: Database, logger: Logger): RateLimits {
+    const exact = (keyPrefix: string, points: number): Limiter | undefined => {
       if (points === 0) return undefined;
       const options = { keyPrefix, points, duration: 60 };
-      if (db.kind === 'embedded') return new RateLimiterMemory(options);
-      return new RateLimiterPostgres({
-        ...options,
-        ...rateLimitStore(db),
-        tableName: 'rate_limits',
-        tableCreated: true,
-      });
+      if (db.kind === 'embedded') return { kind: 'exact', limiter: new RateLimiterMemory(options) };
+      const limiter = new RateLimiterPostgres({ ...options, ...rateLimitStore(db), tableName: 'rate_limits', tableCreated: true });
+      return { kind: 'exact', limiter };
     };
+    const shared: SharedCounts | undefined =
+      db.kind === 'postgresql'
+        ? { add: (deltas, windowMs) => addRateCounts(db, deltas, windowMs), dropEnded: (windowMs) => dropEndedRateCounts(db, windowMs) }
+        : undefined;
+    const counted = (prefix: string, limit: number): Limiter | undefined =>
+      limit === 0
+        ? undefined
+        : {
+            kind: 'counted',
+            counter: new RateCounter(prefix, {
+              limit,
+              shared,
+              onSyncError: (error) => logger.warn({ err: { type: (error as Error).name }, limit: prefix }, 'rate counts not added up'),
+            }),
+          };
     return new RateLimits(
-      limiter('auth', config.rateLimits.auth),
-      limiter('api', config.rateLimits.api),
-      limiter('cdn', config.rateLimits.cdn),
+      exact('auth', config.rateLimits.auth),
+      counted('api', config.rateLimits.api),
+      counted('cdn', config.rateLimits.cdn),
     );
   }
 
-  /** `consume` for a request under `/cdn/`, counted against its client address; undefined, at once, when that limit is off. */
+  /** `consume` for a request under `/cdn/`, counted against its client address. */
   consumeCdn(ctx: Context): Promise<void> | undefined {
     return this.cdn && this.take(this.cdn, `ip:${addressBucket(clientAddress(ctx))}`, ctx);
   }
@@ -115,7 +138,8 @@ export class RateLimits {
   /**
    * Takes one point for this request, or rejects with 429 `rate_limited` and `Retry-After`.
    * `caller`: the credential that resolved, if any; the request counts against its address
-   * otherwise. Undefined, at once, when the operation is not limited (exempt, or its limit is off).
+   * otherwise. Undefined when the request may go on at once: counted without waiting, or not
+   * limited (exempt, or its limit is off).
    */
   consume(operationId: string, ctx: Context, caller: Caller | undefined): Promise<void> | undefined {
     if (EXEMPT_OPERATIONS.has(operationId)) return undefined;
@@ -126,23 +150,52 @@ export class RateLimits {
     return this.take(limiter, key, ctx);
   }
 
-  private async take(limiter: RateLimiterAbstract, key: string, ctx: Context): Promise<void> {
-    let result: RateLimiterRes;
-    try {
-      result = await limiter.consume(key);
-    } catch (refused) {
-      if (!(refused instanceof RateLimiterRes)) throw refused;
-      this.setHeaders(ctx, limiter, refused);
-      throw new TooManyRequests(Math.max(1, Math.ceil(refused.msBeforeNext / 1000)));
-    }
-    this.setHeaders(ctx, limiter, result);
+  /** Stops the per-instance counts' batches. */
+  close(): void {
+    for (const limiter of [this.api, this.cdn]) if (limiter?.kind === 'counted') limiter.counter.close();
   }
 
-  private setHeaders(ctx: Context, limiter: RateLimiterAbstract, result: RateLimiterRes): void {
-    ctx.set({
-      'RateLimit-Limit': String(limiter.points),
-      'RateLimit-Remaining': String(Math.max(0, result.remainingPoints)),
-      'RateLimit-Reset': String(Math.ceil(result.msBeforeNext / 1000)),
-    });
+  /**
+   * Counts the request: undefined when it may go on at once (the per-instance counts' usual case,
+   * which makes no promise), else a promise that settles once it is judged, rejected with 429.
+   */
+  private take(limiter: Limiter, key: string, ctx: Context): Promise<void> | undefined {
+    const decision = limiter.kind === 'counted' ? limiter.counter.take(key) : exactDecision(limiter.limiter, key);
+    if (decision instanceof Promise) return decision.then((judged) => answer(judged, ctx));
+    return decision.allowed ? void answer(decision, ctx) : Promise.reject(refusal(decision, ctx));
+  }
+}
+
+/** Sets the `RateLimit-*` headers; throws 429 `rate_limited` when the request is refused. */
+function answer(decision: Decision, ctx: Context): void {
+  if (!decision.allowed) throw refusal(decision, ctx);
+  setHeaders(decision, ctx);
+}
+
+function refusal(decision: Decision, ctx: Context): TooManyRequests {
+  setHeaders(decision, ctx);
+  return new TooManyRequests(Math.max(1, Math.ceil(decision.msBeforeReset / 1000)));
+}
+
+function setHeaders(decision: Decision, ctx: Context): void {
+  ctx.set({
+    'RateLimit-Limit': String(decision.limit),
+    'RateLimit-Remaining': String(decision.remaining),
+    'RateLimit-Reset': String(Math.ceil(decision.msBeforeReset / 1000)),
+  });
+}
+
+async function exactDecision(limiter: RateLimiterAbstract, key: string): Promise<Decision> {
+  const judged = (result: RateLimiterRes, allowed: boolean): Decision => ({
+    allowed,
+    limit: limiter.points,
+    remaining: Math.max(0, result.remainingPoints),
+    msBeforeReset: result.msBeforeNext,
+  });
+  try {
+    return judged(await limiter.consume(key), true);
+  } catch (refused) {
+    if (!(refused instanceof RateLimiterRes)) throw refused;
+    return judged(refused, false);
   }
 }
