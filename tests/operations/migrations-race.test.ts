@@ -5,7 +5,8 @@
  * each migration must be recorded once.
  *
  * Runs on the PostgreSQL of DATABASE_URL, or else on postgres://postgres@127.0.0.1:5432/postgres,
- * in a database of its own that it creates and drops. Skipped, with the reason printed, only when
+ * in a database of its own that it creates and drops (with TEST_POOLER=1, through PgBouncer in
+ * transaction mode, the lock on the direct URL). Skipped, with the reason printed, only when
  * DATABASE_URL is unset and no PostgreSQL answers there.
  */
 import { randomBytes } from 'node:crypto';
@@ -17,6 +18,7 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { loadConfig } from '../../server/src/config.js';
 import { startServer, type RunningServer } from '../../server/src/server.js';
+import { serviceDatabaseEnv } from '../support/pgbouncer.js';
 
 const INSTANCES = 3;
 
@@ -60,11 +62,12 @@ describe('migrations: instances starting at once on a new database', function ()
     const url = new URL(adminUrl);
     url.pathname = `/${name}`;
     const logs: { msg?: string; migrations?: string[] }[][] = [];
+    const database = await serviceDatabaseEnv(url.toString());
     const started = performance.now();
     const starts = Array.from({ length: INSTANCES }, (_, i) => {
       const dataDir = mkdtempSync(path.join(os.tmpdir(), 'signalboard-migrations-race-'));
       dataDirs.push(dataDir);
-      const env = { ...process.env, DATABASE_URL: url.toString(), STRIPE_SECRET_KEY: '' };
+      const env = { ...process.env, ...database, STRIPE_SECRET_KEY: '' };
       const config = { ...loadConfig(env), port: 0, host: '127.0.0.1', dataDir };
       logs[i] = [];
       const logger = pino({ level: 'info' }, { write: (line: string) => void logs[i]!.push(JSON.parse(line)) });

@@ -12,6 +12,10 @@ import { startServer, type RunningServer } from '../../server/src/server.js';
 import { outputDir } from './harness.js';
 import { send, type Answer } from './http.js';
 import { createCluster, findPostgresBinaries, type PgCluster } from './pg-cluster.js';
+import { serviceDatabaseEnv } from './pgbouncer.js';
+
+/** DB_STATEMENT_TIMEOUT_MS's default, which the service on the cluster keeps. */
+const DEFAULT_STATEMENT_TIMEOUT_MS = loadConfig({}).database.statementTimeoutMs;
 
 export interface ClusterAnswer extends Answer {
   /** `METHOD /path`, for the messages. */
@@ -47,8 +51,9 @@ export interface ServiceOnCluster {
 }
 
 /**
- * A fresh cluster with a database `signalboard`, and the service on it with rate limits and billing
- * off and the database bounds at their defaults; undefined, with the reason printed, on a machine
+ * A fresh cluster with a database `signalboard`, and the service on it (with TEST_POOLER=1, through
+ * PgBouncer in transaction mode) with rate limits and billing off and the database bounds at their
+ * defaults; undefined, with the reason printed, on a machine
  * without initdb. It logs into the run's log, which the end-of-run check searches for leaked secrets.
  */
 export async function startServiceOnOwnCluster(label: string): Promise<ServiceOnCluster | undefined> {
@@ -68,7 +73,7 @@ export async function startServiceOnOwnCluster(label: string): Promise<ServiceOn
     await cluster.psql('create database signalboard');
     const env: NodeJS.ProcessEnv = {
       ...process.env,
-      DATABASE_URL: cluster.url('signalboard'),
+      ...(await serviceDatabaseEnv(cluster.url('signalboard'), DEFAULT_STATEMENT_TIMEOUT_MS)),
       AUTH_RATE_LIMIT: '0',
       API_RATE_LIMIT: '0',
       BCRYPT_ROUNDS: '4',

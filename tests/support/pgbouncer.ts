@@ -154,7 +154,7 @@ export async function serviceDatabaseEnv(
   statementTimeoutMs = Number(process.env.DB_STATEMENT_TIMEOUT_MS || 5_000),
 ): Promise<{ DATABASE_URL: string; DATABASE_DIRECT_URL: string }> {
   if (!throughPooler) return { DATABASE_URL: databaseUrl, DATABASE_DIRECT_URL: '' };
-  const pooler = await poolerFor(databaseUrl);
+  // Before the pooler's first session to the database, which would keep the default it started with.
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
@@ -163,5 +163,6 @@ export async function serviceDatabaseEnv(
   } finally {
     await client.end();
   }
+  const pooler = await poolerFor(databaseUrl);
   return { DATABASE_URL: pooler.through(databaseUrl), DATABASE_DIRECT_URL: databaseUrl };
 }
