@@ -4,6 +4,7 @@ import type { Config } from './config.js';
 import { onCommitted } from './db/commit-notices.js';
 import { unitOfWork, type Database } from './db/orm.js';
 import { Accounts } from './domain/accounts.js';
+import { Activity } from './domain/activity.js';
 import { Subscriptions } from './domain/billing.js';
 import { Credentials } from './domain/credentials.js';
 import { EndUsers } from './domain/end-users.js';
@@ -52,6 +53,8 @@ export interface Services {
   members: Members;
   /** Projects' plans: Stripe's events, checkouts, the customer portal. */
   subscriptions: Subscriptions;
+  /** A project's log, as its members read it. */
+  activity: Activity;
   icons: IconStore;
   billing: Billing;
   live: LiveStreams;
@@ -130,6 +133,7 @@ export async function createServices(config: Config, logger: Logger, db: Databas
     projects: new Projects({ icons, billing, limits, shapes: webhookShapes }),
     members: new Members({ limits, shapes: webhookShapes }),
     subscriptions: new Subscriptions({ billing, priceTiers: config.stripe.priceTiers }),
+    activity: new Activity(),
     icons,
     billing,
     live,

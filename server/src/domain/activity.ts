@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Project, User } from '../db/entities.js';
 import { decodeCursor, type PageRequest } from '../db/page.js';
 import { activityPage, addActivityRecord, type ActivityRow } from '../db/repositories/activity.js';
+import type { Scope } from './scope.js';
 
 export type { ActivityRow };
 
@@ -42,7 +43,10 @@ export function recordActivity(
   addActivityRecord(em, project, actor, type, data);
 }
 
-/** A page of the project's log, newest first, each record with its actor; the cursor's page costs the same at any depth. */
-export async function activityOf(em: EntityManager, projectId: string, page: PageRequest): Promise<ActivityRow[]> {
-  return activityPage(em, projectId, decodeCursor(page.cursor), page.limit + 1);
+/** A project's log as its members read it. Records are written by the modules that make the changes (`recordActivity`). */
+export class Activity {
+  /** A page of the project's log, newest first, each record with its actor; the cursor's page costs the same at any depth. */
+  list({ em }: Scope, projectId: string, page: PageRequest): Promise<ActivityRow[]> {
+    return activityPage(em, projectId, decodeCursor(page.cursor), page.limit + 1);
+  }
 }

@@ -1,6 +1,5 @@
 import type { Handler } from '../http/handler-types.js';
 import { projectAccess } from '../domain/access.js';
-import { activityOf } from '../domain/activity.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
 import { presentActivity } from '../presenters/project.js';
 
@@ -9,6 +8,8 @@ export const listActivity: Handler<'listActivity'> = async ({ params, query, cal
   const page = pageRequest(query);
   return {
     status: 200,
-    data: toPage(await activityOf(em, projectId, page), page.limit, (entry) => presentActivity(entry, services.icons)),
+    data: toPage(await services.activity.list({ em, caller }, projectId, page), page.limit, (entry) =>
+      presentActivity(entry, services.icons),
+    ),
   };
 };
