@@ -18,7 +18,7 @@
 // - presenters/** only shape answers: nothing from handlers, http, services.ts, live/ and the like.
 // - webhooks/** is domain-level code for webhooks (endpoints, deliveries, the deliverer, the SSRF
 //   guard, their messages and presenters): like domain/** it may call the repositories (its SQL is
-//   db/repositories/webhooks.ts), and it may use domain/ and presenters/; domain/** does not import
+//   db/repositories/webhook-outbox.ts), and it may use domain/ and presenters/; domain/** does not import
 //   it back. Every other folder imports it through webhooks/index.ts only.
 // - The server imports neither the SDK nor the tools, and the SDK not the server: contract types
 //   come from spec/generated/openapi.ts. The tools check a deployment from outside.

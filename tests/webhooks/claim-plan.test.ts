@@ -10,7 +10,7 @@
 import { expect } from 'chai';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../../server/src/db/raw.js';
-import { claimDue } from '../../server/src/db/repositories/webhooks.js';
+import { claimDue } from '../../server/src/db/repositories/webhook-outbox.js';
 import { signUpOn } from '../support/accounts.js';
 import type { TestServer } from '../support/harness.js';
 import { callAt, expectData } from '../support/http.js';

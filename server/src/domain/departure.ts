@@ -22,7 +22,7 @@ import { afterCommit } from '../db/commit-notices.js';
 import type { Project, User } from '../db/entities.js';
 import { forgetKeysIn } from '../db/repositories/idempotency.js';
 import { deleteInviteById, invitesSentIn } from '../db/repositories/projects.js';
-import { disableEndpointsOf } from '../db/repositories/webhooks.js';
+import { disableEndpointsOf } from '../db/repositories/webhook-outbox.js';
 import { recordActivity } from './activity.js';
 
 /** Ends, in `tx`, what `user` leaves behind in `project` as its membership there ends. */

@@ -23,7 +23,7 @@ import {
 import { lockProject, ownTransaction, transaction } from '../db/transaction.js';
 import { InvalidRequest, NotFound, projectNotFound } from '../errors.js';
 import type { ProjectAccess } from './access.js';
-import { queueChange } from '../db/repositories/webhooks.js';
+import { queueChange } from '../db/repositories/webhook-outbox.js';
 import { recordActivity } from './activity.js';
 import type { ChangeShapes } from './change-shapes.js';
 import { GroupCommit, type Outcome } from './group-commit.js';

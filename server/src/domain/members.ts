@@ -27,7 +27,7 @@ import { lockUserRow } from '../db/row-locks.js';
 import { lockProject, lockUser, transaction, writeChanges } from '../db/transaction.js';
 import { Conflict, Forbidden, NotFound } from '../errors.js';
 import { confirmAccess } from './access.js';
-import { queueChange } from '../db/repositories/webhooks.js';
+import { queueChange } from '../db/repositories/webhook-outbox.js';
 import { recordActivity } from './activity.js';
 import { endWhatTheMemberLeft } from './departure.js';
 import type { ChangeShapes } from './change-shapes.js';

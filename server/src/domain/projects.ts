@@ -21,7 +21,7 @@ import { lockProject, lockUser, transaction, writeChanges } from '../db/transact
 import { conflictOn } from '../db/unique.js';
 import type { IconStore } from '../storage/icons.js';
 import { confirmAccess } from './access.js';
-import { queueChange } from '../db/repositories/webhooks.js';
+import { queueChange } from '../db/repositories/webhook-outbox.js';
 import { recordActivity } from './activity.js';
 import type { ChangeShapes } from './change-shapes.js';
 import type { ProjectView } from './project-view.js';

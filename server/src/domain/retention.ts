@@ -9,7 +9,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { deleteExpiredKeys } from '../db/repositories/idempotency.js';
 import { deleteStripeEventsBefore } from '../db/repositories/billing.js';
 import { deleteEventsWithIdBelow } from '../db/repositories/events.js';
-import { deleteSettledDeliveries } from '../db/repositories/webhooks.js';
+import { deleteSettledDeliveries } from '../db/repositories/webhook-outbox.js';
 import { KEY_LIFETIME_MS } from './idempotency.js';
 
 /** How much one run deletes of a kind: `batchSize` rows a statement, at most `maxBatches` of them. */

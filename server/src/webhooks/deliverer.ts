@@ -1,7 +1,7 @@
 /**
  * Sends the deliveries that are due, on every instance (docs/webhooks.md, How deliveries go out).
  *
- * A cycle claims due deliveries (db/repositories/webhooks.ts, `claimDue`: skip-locked, with a lease
+ * A cycle claims due deliveries (db/repositories/webhook-outbox.ts, `claimDue`: skip-locked, with a lease
  * of four attempt timeouts), sends each endpoint's batch with a few attempts at once, and writes the
  * batch's outcomes in one statement. Isolation, so one endpoint never delays another's deliveries:
  * - an endpoint has one batch in flight at a time (`BATCH` deliveries, `PER_ENDPOINT` attempts at
@@ -27,7 +27,7 @@ import {
   type ClaimedDelivery,
   type DisabledEndpoint,
   type Outcome,
-} from '../db/repositories/webhooks.js';
+} from '../db/repositories/webhook-outbox.js';
 import type { ChangeShapes } from '../domain/change-shapes.js';
 import { guardedLookup } from './address-guard.js';
 import { messagesOf, requestFor, type Message } from './messages.js';

@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import type { WebhookSettings } from '../config.js';
 import { unitOfWork, type Database } from '../db/orm.js';
-import { ownerOf, type DisabledEndpoint } from '../db/repositories/webhooks.js';
+import { ownerOf, type DisabledEndpoint } from '../db/repositories/webhook-outbox.js';
 import type { MailOutbox } from '../mail/outbox.js';
 
 const UNITS = [

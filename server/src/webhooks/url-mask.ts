@@ -11,7 +11,7 @@
  * The masked form is never an address: a URL holding the mask's character is refused (400), so one
  * sent back as it was shown can neither replace the stored address nor be made an endpoint.
  */
-import type { WebhookFormat } from '../db/repositories/webhooks.js';
+import type { WebhookFormat } from '../db/repositories/webhook-outbox.js';
 
 /** What stands for the hidden part. */
 const MASK = '••••';

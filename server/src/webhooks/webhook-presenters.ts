@@ -1,6 +1,6 @@
 /** Webhook endpoints and their deliveries, on the wire. A secret is shown only where an operation makes one. */
 import type { components } from '../../../spec/generated/openapi.js';
-import type { DeliveryRow, EndpointRow } from '../db/repositories/webhooks.js';
+import type { DeliveryRow, EndpointRow } from '../db/repositories/webhook-outbox.js';
 import { presentMember, type IconUrls } from '../presenters/project.js';
 import type { AttemptResult } from './send.js';
 import { shownUrl } from './url-mask.js';

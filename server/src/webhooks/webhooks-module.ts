@@ -28,7 +28,7 @@ import {
   updateEndpoint,
   type WebhookFilter,
   type WebhookFormat,
-} from '../db/repositories/webhooks.js';
+} from '../db/repositories/webhook-outbox.js';
 import { lockMembership, lockProject, transaction } from '../db/transaction.js';
 import { Conflict, InvalidRequest, NotFound } from '../errors.js';
 import { recordActivity } from '../domain/activity.js';

@@ -16,7 +16,7 @@ import { findPage, type PageRequest } from '../page.js';
 import { afterCommit } from '../commit-notices.js';
 import { query, sqlOnce } from '../raw.js';
 import { rowReader, time, unnestInsert, type ReadColumns } from '../columns.js';
-import { QUEUE_EVENT_DELIVERIES } from './webhooks.js';
+import { QUEUE_EVENT_DELIVERIES } from './webhook-outbox.js';
 
 // ---------- Feeds ----------
 
@@ -154,7 +154,7 @@ const EVENTS_INSERT = unnestInsert<NewEvent, { projectId: string; createdAt: Dat
 // per minute, quarter hour, hour and UTC day of the events' timestamps (what a chart's buckets sum:
 // db/repositories/event-counts.ts), and the end users' first and last
 // events and number of events, and the webhook deliveries the events' endpoints are owed
-// (db/repositories/webhooks.ts). All are written with the events, in their transaction: no
+// (db/repositories/webhook-outbox.ts). All are written with the events, in their transaction: no
 // crash or race can leave one without the other.
 const INSERT_EVENTS = `with inserted as (
     ${EVENTS_INSERT.sql}
