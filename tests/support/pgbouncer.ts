@@ -93,6 +93,8 @@ export async function startPgBouncer(bin: string, serverUrl: string, options: { 
   );
   const child = spawn(bin, [path.join(dir, 'pgbouncer.ini')], { stdio: 'ignore', ...(owner ?? {}) });
   child.on('error', () => undefined);
+  // The test process may end with it running: the process's 'exit' stops it (`poolerFor`).
+  child.unref();
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const through = (databaseUrl: string) => {
     const url = new URL(databaseUrl);
