@@ -162,7 +162,7 @@ async function serviceApps(root: string): Promise<Map<string, Callback>> {
   // lines of an event-loop turn together, which under load is a small part of a line's cost.
   const logger = createLogger('info', 'json', { write: (line: string) => void line });
   const contract = await Contract.load();
-  const rateLimits = RateLimits.create(config, { kind: 'embedded' } as never);
+  const rateLimits = RateLimits.create(config, { kind: 'embedded' } as never, logger);
   // GET /v1 never reaches the database: a request that did would fail here, loudly.
   const pipeline = { contract, orm: {} as never, rateLimits };
   const services = { config, logger } as never;

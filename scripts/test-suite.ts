@@ -40,9 +40,14 @@ function parse(args: string[]): Invocation {
   let shards = Number(process.env.TEST_SHARDS ?? 2);
   let record = false;
   for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
-    if (arg === '--shards') shards = Number(args[++i]);
-    else if (arg === '--ignore') ignored.add(path.normalize(args[++i]));
+    const arg = args[i]!;
+    const value = () => {
+      const next = args[++i];
+      if (next === undefined) throw new Error(`${arg} takes a value`);
+      return next;
+    };
+    if (arg === '--shards') shards = Number(value());
+    else if (arg === '--ignore') ignored.add(path.normalize(value()));
     else if (arg === '--record-durations') record = true;
     else if (arg.endsWith('.test.ts') && !arg.startsWith('-')) given.push(path.normalize(arg));
     else mochaArgs.push(arg);
