@@ -93,10 +93,7 @@ export async function onceForKey(
   }
   // The answer goes out either way: a key left claimed is 409 to its retries until its lease runs out.
   const settle = (step: Promise<void>) =>
-    step.catch((error: unknown) => {
-      const err = { type: (error as Error).name, code: (error as { code?: unknown }).code };
-      ctx.state.log.warn({ err }, 'idempotency key left claimed');
-    });
+    step.catch((error: unknown) => ctx.state.log.warn({ err: error }, 'idempotency key left claimed'));
   let reply: Reply;
   try {
     reply = await work();

@@ -120,7 +120,7 @@ export class RateLimits {
             counter: new RateCounter(prefix, {
               limit,
               shared,
-              onSyncError: (error) => logger.warn({ err: { type: (error as Error).name }, limit: prefix }, 'rate counts not added up'),
+              onSyncError: (error) => logger.warn({ err: error, limit: prefix }, 'rate counts not added up'),
             }),
           };
     return new RateLimits(

@@ -177,7 +177,7 @@ export class Deliverer {
         leaseMs: 4 * this.settings.timeoutMs,
       });
     } catch (error) {
-      this.logger.warn({ err: { type: (error as Error).name, code: (error as { code?: string }).code } }, 'webhook claim failed');
+      this.logger.warn({ err: error }, 'webhook claim failed');
       return;
     }
     const byEndpoint = new Map<string, ClaimedDelivery[]>();
@@ -199,9 +199,7 @@ export class Deliverer {
         this.wake();
       };
       const running: Promise<void> = this.deliver(batch, release)
-        .catch((error: unknown) =>
-          this.logger.warn({ err: { type: (error as Error).name } }, 'webhook batch failed; its leases will run out'),
-        )
+        .catch((error: unknown) => this.logger.warn({ err: error }, 'webhook batch failed; its leases will run out'))
         .finally(() => {
           release();
           this.batches.delete(running);
@@ -269,7 +267,7 @@ export class Deliverer {
     if (this.settledSinceTidy < TIDY_EVERY || this.tidying) return;
     this.settledSinceTidy = 0;
     this.tidying = vacuumDeliveries(unitOfWork(this.db.orm))
-      .catch((error: unknown) => this.logger.warn({ err: { type: (error as Error).name } }, 'webhook deliveries vacuum failed'))
+      .catch((error: unknown) => this.logger.warn({ err: error }, 'webhook deliveries vacuum failed'))
       .finally(() => (this.tidying = undefined));
   }
 

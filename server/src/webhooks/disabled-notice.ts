@@ -54,7 +54,7 @@ export function onEndpointsDisabled(
           }),
         );
       } catch (error) {
-        logger.warn({ err: { type: (error as Error).name }, webhook: endpoint.id }, 'webhook turned off; its notice failed');
+        logger.warn({ err: error, webhook: endpoint.id }, 'webhook turned off; its notice failed');
       }
     }
   };
