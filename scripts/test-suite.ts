@@ -75,8 +75,8 @@ function readDurations(): Record<string, number> {
 /** Longest first, each file to the shard with the fewest seconds so far. */
 function balance(files: string[], shards: number, durations: Record<string, number>): string[][] {
   const known = files.map((file) => durations[file]).filter((s): s is number => s !== undefined);
-  const median = known.length > 0 ? known.sort((a, b) => a - b)[Math.floor(known.length / 2)] : 1;
-  const weight = (file: string) => durations[file] ?? median;
+  const median = known.sort((a, b) => a - b)[Math.floor(known.length / 2)] ?? 1;
+  const weight = (file: string): number => durations[file] ?? median;
   const buckets = Array.from({ length: Math.min(shards, files.length) }, () => ({ files: [] as string[], seconds: 0 }));
   for (const file of [...files].sort((a, b) => weight(b) - weight(a))) {
     const lightest = buckets.reduce((a, b) => (b.seconds < a.seconds ? b : a));
