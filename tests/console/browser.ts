@@ -8,7 +8,7 @@ import path from 'node:path';
 import { AxeBuilder } from '@axe-core/playwright';
 import { expect } from 'chai';
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
-import { outputDir } from '../support/harness.js';
+import { baseUrl, outputDir } from '../support/harness.js';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
@@ -38,6 +38,45 @@ export function launch(): Promise<Browser> {
       '--disable-backgrounding-occluded-windows',
     ],
   });
+}
+
+/** Fails the suite's run at once unless the service serves the built console. */
+export async function requireConsoleBuilt(): Promise<void> {
+  const home = await fetch(`${baseUrl()}/`, { headers: { Accept: 'text/html' } });
+  if (!(await home.text()).includes('<div id="app">'))
+    throw new Error('the service does not serve the console: build it first (`npm run build:console`; npm test does)');
+}
+
+/**
+ * For the suite it is called in: the pages given to the function it returns have their script
+ * errors and Content Security Policy refusals recorded, and a test during which any was reported
+ * fails (an `afterEach` of the suite) with what they said.
+ */
+export function failOnPageProblems(): (page: Page) => Page {
+  const problems: string[] = [];
+  afterEach(function () {
+    if (problems.length) {
+      const found = problems.splice(0);
+      throw new Error(`the page reported problems:\n${found.join('\n')}`);
+    }
+  });
+  return (page) => {
+    page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+    page.on('console', (message) => {
+      if (message.type() === 'error' && /Content Security Policy|Refused to/i.test(message.text()))
+        problems.push(`console: ${message.text()}`);
+    });
+    return page;
+  };
+}
+
+/** Signs `user` in on `page` through the login form, asking for `path`, and waits until it is shown. */
+export async function signIn(page: Page, user: { username: string; password: string }, path: string): Promise<void> {
+  await page.goto(`/login?next=${encodeURIComponent(path)}`);
+  await page.getByLabel('Username or email').fill(user.username);
+  await page.getByLabel('Password').fill(user.password);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.waitForURL(`**${path}`);
 }
 
 /** axe-core on the page as it is: no violation of impact serious or critical. */

@@ -11,7 +11,7 @@ import { MAX_COUNTS } from '../../server/src/domain/event-counts.js';
 import { signUp, type TestUser } from '../support/accounts.js';
 import { baseUrl } from '../support/harness.js';
 import { createProject, namespaceName } from '../support/projects.js';
-import { expectAccessible, launch, requireChromium } from './browser.js';
+import { expectAccessible, failOnPageProblems, launch, requireChromium, signIn } from './browser.js';
 
 const FEEDS = Math.ceil(MAX_COUNTS / 1441);
 
@@ -20,6 +20,7 @@ describe('console: charts of a project with many feeds', function () {
   let browser: Browser;
   let owner: TestUser;
   const namespace = namespaceName('charts');
+  const watched = failOnPageProblems();
 
   before(async function () {
     requireChromium(this);
@@ -35,12 +36,8 @@ describe('console: charts of a project with many feeds', function () {
   });
 
   async function chartsPage(): Promise<Page> {
-    const page = await (await browser.newContext({ baseURL: baseUrl() })).newPage();
-    await page.goto(`/login?next=${encodeURIComponent(`/projects/${namespace}/charts`)}`);
-    await page.getByLabel('Username or email').fill(owner.username);
-    await page.getByLabel('Password').fill(owner.password);
-    await page.getByRole('button', { name: 'Log in' }).click();
-    await page.waitForURL(`**/projects/${namespace}/charts`);
+    const page = watched(await (await browser.newContext({ baseURL: baseUrl() })).newPage());
+    await signIn(page, owner, `/projects/${namespace}/charts`);
     return page;
   }
 

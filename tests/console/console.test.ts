@@ -11,7 +11,7 @@ import { Signalboard, SignalboardApiError } from '../../sdk/src/index.js';
 import { inviteCode, signUp, uniqueName, type TestUser } from '../support/accounts.js';
 import { baseUrl, secret } from '../support/harness.js';
 import { png } from '../support/png.js';
-import { expectAccessible, launch, requireChromium, screenshot } from './browser.js';
+import { expectAccessible, failOnPageProblems, launch, requireChromium, requireConsoleBuilt, screenshot, signIn } from './browser.js';
 
 const PHONE = { width: 390, height: 844 };
 const DESKTOP = { width: 1280, height: 860 };
@@ -22,31 +22,20 @@ describe('the web console in a browser', function () {
   let browser: Browser;
   let owner: BrowserContext;
   let page: Page;
-  const problems: string[] = [];
+  const watched = failOnPageProblems();
   const ada = { username: uniqueName('ada'), email: '', password: secret(`pw-${randomBytes(8).toString('hex')}`) };
   ada.email = `${ada.username}@example.com`;
   const namespace = `acme-${randomBytes(3).toString('hex')}`;
   let apiToken = '';
   let sessionCookie: Cookie | undefined;
 
-  /** A page that records script errors and CSP refusals, which fail the suite. */
-  async function newPage(context: BrowserContext): Promise<Page> {
-    const p = await context.newPage();
-    p.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-    p.on('console', (message) => {
-      if (message.type() === 'error' && /Content Security Policy|Refused to/i.test(message.text()))
-        problems.push(`console: ${message.text()}`);
-    });
-    return p;
-  }
+  /** A page whose script errors and CSP refusals fail the test. */
+  const newPage = async (context: BrowserContext): Promise<Page> => watched(await context.newPage());
 
   before(async function () {
     this.timeout(120_000);
     requireChromium(this);
-    const home = await fetch(`${baseUrl()}/`, { headers: { Accept: 'text/html' } });
-    const html = await home.text();
-    if (!html.includes('<div id="app">'))
-      throw new Error('the service does not serve the console: build it first (`npm run build:console`; npm test does)');
+    await requireConsoleBuilt();
     browser = await launch();
     owner = await browser.newContext({ viewport: DESKTOP, baseURL: baseUrl(), locale: 'en-US' });
     page = await newPage(owner);
@@ -54,13 +43,6 @@ describe('the web console in a browser', function () {
 
   after(async () => {
     await browser?.close();
-  });
-
-  afterEach(function () {
-    if (problems.length) {
-      const found = problems.splice(0);
-      throw new Error(`the page reported problems:\n${found.join('\n')}`);
-    }
   });
 
   it('sends anyone not signed in to the login page, and shows a refused login with the service’s own message', async () => {
@@ -315,11 +297,7 @@ describe('the web console in a browser', function () {
     const other = await browser.newContext({ viewport: PHONE, baseURL: baseUrl(), locale: 'en-US', isMobile: true, hasTouch: true });
     try {
       const second = await newPage(other);
-      await second.goto('/login');
-      await second.getByLabel('Username or email').fill(grace.username);
-      await second.getByLabel('Password').fill(grace.password);
-      await second.getByRole('button', { name: 'Log in' }).click();
-      await second.waitForURL('**/projects');
+      await signIn(second, grace, '/projects');
       await second.getByRole('heading', { name: 'Invites for you' }).waitFor();
       await expectAccessible(second, '/projects with an invite, at phone width');
       await second.getByRole('button', { name: 'Accept' }).click();

@@ -14,7 +14,7 @@ import { Signalboard } from '../../sdk/src/index.js';
 import { signUp, type TestUser } from '../support/accounts.js';
 import { baseUrl, outputDir } from '../support/harness.js';
 import { createProject, namespaceName } from '../support/projects.js';
-import { expectAccessible, launch, requireChromium } from './browser.js';
+import { expectAccessible, failOnPageProblems, launch, requireChromium, requireConsoleBuilt, signIn } from './browser.js';
 
 const PHONE = { width: 390, height: 844 };
 const DESKTOP = { width: 1280, height: 860 };
@@ -182,30 +182,19 @@ describe('the web console under hostile text', function () {
   let browser: Browser;
   let owner: TestUser;
   const namespace = namespaceName('hostile');
-  const problems: string[] = [];
+  const watched = failOnPageProblems();
 
-  /** A page of `context`, signed in as the owner, that records script errors and CSP refusals. */
+  /** A page of `context`, signed in as the owner, whose script errors and CSP refusals fail the test. */
   async function signedIn(context: BrowserContext): Promise<Page> {
-    const page = await context.newPage();
-    page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-    page.on('console', (message) => {
-      if (message.type() === 'error' && /Content Security Policy|Refused to/i.test(message.text()))
-        problems.push(`console: ${message.text()}`);
-    });
-    await page.goto(`/login?next=${encodeURIComponent('/projects')}`);
-    await page.getByLabel('Username or email').fill(owner.username);
-    await page.getByLabel('Password').fill(owner.password);
-    await page.getByRole('button', { name: 'Log in' }).click();
-    await page.waitForURL('**/projects');
+    const page = watched(await context.newPage());
+    await signIn(page, owner, '/projects');
     return page;
   }
 
   before(async function () {
     this.timeout(120_000);
     requireChromium(this);
-    const home = await fetch(`${baseUrl()}/`, { headers: { Accept: 'text/html' } });
-    if (!(await home.text()).includes('<div id="app">'))
-      throw new Error('the service does not serve the console: build it first (`npm run build:console`; npm test does)');
+    await requireConsoleBuilt();
     owner = await signUp({ email: `${'w'.repeat(200)}@example.com` });
     await createProject(owner.token, { name: SPOOFED, namespace });
     await createProject(owner.token, { name: LONG_INSIGHT, namespace: namespaceName('wide') });
@@ -228,13 +217,6 @@ describe('the web console under hostile text', function () {
 
   after(async () => {
     await browser?.close();
-  });
-
-  afterEach(function () {
-    if (problems.length) {
-      const found = problems.splice(0);
-      throw new Error(`the page reported problems:\n${found.join('\n')}`);
-    }
   });
 
   // The layout does not depend on the colour scheme: each size is seen once, in one of the two,
