@@ -41,7 +41,10 @@ if (mode === 'bare' || mode === 'headers' || mode === 'hooks') {
   if (mode === 'hooks') await new AsyncLocalStorage<boolean>().run(true, () => Promise.resolve());
   const root = {
     success: true,
-    data: { message: 'Hello from Signalboard. The API reference is at /docs, its contract at /v1/openapi.json.' },
+    data: {
+      message: 'Hello from Signalboard. The API reference is at /docs, its contract at /v1/openapi.json.',
+      webhooks: { disable_after_seconds: 259_200, max_pending_deliveries: 10_000 },
+    },
   };
   // `headers`: the same answer with the headers the service's carries (a request id, the security
   // headers, its strong tag and Cache-Control), set as the service sets them but with nothing

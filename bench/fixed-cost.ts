@@ -117,7 +117,10 @@ async function measure(callback: Callback, count: number): Promise<number> {
 
 const ROOT_ANSWER = {
   success: true,
-  data: { message: 'Hello from Signalboard. The API reference is at /docs, its contract at /v1/openapi.json.' },
+  data: {
+    message: 'Hello from Signalboard. The API reference is at /docs, its contract at /v1/openapi.json.',
+    webhooks: { disable_after_seconds: 259_200, max_pending_deliveries: 10_000 },
+  },
 };
 const SECURITY: [string, string][] = [
   ['X-Content-Type-Options', 'nosniff'],

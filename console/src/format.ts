@@ -35,3 +35,15 @@ export function formatValue(value: unknown): string {
   if (typeof value === 'number') return prepareFormats().number.format(value);
   return String(value);
 }
+
+const DURATION_UNITS = [
+  ['day', 86_400],
+  ['hour', 3_600],
+  ['minute', 60],
+] as const;
+
+/** A span of seconds in the largest unit that counts it whole: "3 days", "36 hours", "90 minutes". */
+export function formatDuration(seconds: number): string {
+  const [unit, size] = DURATION_UNITS.find(([, size]) => seconds % size === 0) ?? ['second', 1];
+  return new Intl.NumberFormat(undefined, { style: 'unit', unit, unitDisplay: 'long' }).format(seconds / size);
+}

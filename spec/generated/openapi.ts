@@ -51,8 +51,9 @@ export interface paths {
         };
         /**
          * Greeting
-         * @description Greets the caller. Public: it answers the same with or without a credential, and ignores any
-         *     `Authorization` header, valid or not, in either scheme.
+         * @description Greets the caller, and says the limits a client shows its people (`webhooks`). Public: it
+         *     answers the same with or without a credential, and ignores any `Authorization` header, valid
+         *     or not, in either scheme.
          */
         get: operations["getRoot"];
         put?: never;
@@ -1502,8 +1503,8 @@ export interface components {
             /**
              * @description Why the service turned it off; null when it is enabled or a member turned it off:
              *     - `gone`: it answered 410;
-             *     - `failing`: every delivery failed for 3 days in a row;
-             *     - `backlog`: 10,000 deliveries waited for it: nothing more was queued; enabling it again
+             *     - `failing`: every delivery failed for `GET /v1`'s `webhooks.disable_after_seconds` in a row;
+             *     - `backlog`: `webhooks.max_pending_deliveries` waited for it: nothing more was queued; enabling it again
              *     queues, from the stored events, what came while it was off;
              *     - `creator_left`: the member it answered to (`created_by`) left the project, was removed or
              *     deleted its account; the deliveries waiting for it are not sent. A member who turns it on
@@ -1519,7 +1520,7 @@ export interface components {
             id: components["schemas"]["Id"];
             /**
              * Format: int32
-             * @description Deliveries waiting to be sent or retried (at most 10,000).
+             * @description Deliveries waiting to be sent or retried (at most `GET /v1`'s `webhooks.max_pending_deliveries`).
              */
             pending_deliveries: number;
             /**
@@ -1756,6 +1757,8 @@ export interface components {
         Greeting: {
             /** @description A greeting. */
             message: string;
+            /** @description The rules this service applies to webhook endpoints, as its operator set them. */
+            webhooks: components["schemas"]["WebhookLimits"];
         };
         /** @description Success envelope around the payload of a call. Named after its payload (`ProjectEnvelope`), so generated clients name it too. */
         GreetingEnvelope: {
@@ -2438,8 +2441,8 @@ export interface components {
             /**
              * @description Why the service turned it off; null when it is enabled or a member turned it off:
              *     - `gone`: it answered 410;
-             *     - `failing`: every delivery failed for 3 days in a row;
-             *     - `backlog`: 10,000 deliveries waited for it: nothing more was queued; enabling it again
+             *     - `failing`: every delivery failed for `GET /v1`'s `webhooks.disable_after_seconds` in a row;
+             *     - `backlog`: `webhooks.max_pending_deliveries` waited for it: nothing more was queued; enabling it again
              *     queues, from the stored events, what came while it was off;
              *     - `creator_left`: the member it answered to (`created_by`) left the project, was removed or
              *     deleted its account; the deliveries waiting for it are not sent. A member who turns it on
@@ -2455,7 +2458,7 @@ export interface components {
             id: components["schemas"]["Id"];
             /**
              * Format: int32
-             * @description Deliveries waiting to be sent or retried (at most 10,000).
+             * @description Deliveries waiting to be sent or retried (at most `GET /v1`'s `webhooks.max_pending_deliveries`).
              */
             pending_deliveries: number;
             /**
@@ -2531,6 +2534,22 @@ export interface components {
          * @enum {string}
          */
         WebhookFormat: "standard" | "slack" | "discord";
+        /** @description How far a webhook endpoint may fall behind before the service turns it off (`disabled_reason`). */
+        WebhookLimits: {
+            /**
+             * Format: int32
+             * @description How long every delivery to an endpoint may fail, with no success in between, before the
+             *     service turns it off (`failing`), in seconds. The operator's `WEBHOOK_DISABLE_AFTER`; 259200
+             *     (3 days) unless set.
+             */
+            disable_after_seconds: number;
+            /**
+             * Format: int32
+             * @description How many deliveries may wait for one endpoint (`pending_deliveries`). When an endpoint has no
+             *     room for what comes, the service queues what fits and turns it off (`backlog`).
+             */
+            max_pending_deliveries: number;
+        };
         WebhookReceipt: {
             /** @enum {boolean} */
             received: true;

@@ -9,9 +9,9 @@ import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { Signalboard } from '../../sdk/src/index.js';
 import { signUp, type TestUser } from '../support/accounts.js';
-import { baseUrl } from '../support/harness.js';
+import { baseUrl, sql } from '../support/harness.js';
 import { createProject, namespaceName } from '../support/projects.js';
-import { expectAccessible, launch, requireChromium, screenshot } from './browser.js';
+import { expectAccessible, failOnPageProblems, launch, requireChromium, requireConsoleBuilt, screenshot, signIn } from './browser.js';
 
 const ENDPOINT = 'https://hooks.example.com/x';
 /** What a test or an attempt shows: a status or no answer, with how long it took. */
@@ -26,45 +26,27 @@ describe('the console’s webhooks page in a browser', function () {
   let owner: TestUser;
   let sdk: Signalboard;
   const namespace = namespaceName('hooks');
-  const problems: string[] = [];
+  const watched = failOnPageProblems();
 
   before(async function () {
     this.timeout(120_000);
     requireChromium(this);
-    const home = await fetch(`${baseUrl()}/`, { headers: { Accept: 'text/html' } });
-    if (!(await home.text()).includes('<div id="app">'))
-      throw new Error('the service does not serve the console: build it first (`npm run build:console`; npm test does)');
+    await requireConsoleBuilt();
     owner = await signUp();
     await createProject(owner.token, { name: 'Hooks Shop', namespace });
     sdk = new Signalboard({ baseUrl: baseUrl(), token: owner.token });
     browser = await launch();
     context = await browser.newContext({ viewport: { width: 1280, height: 860 }, baseURL: baseUrl(), locale: 'en-US' });
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: baseUrl() });
-    page = await context.newPage();
-    page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-    page.on('console', (message) => {
-      if (message.type() === 'error' && /Content Security Policy|Refused to/i.test(message.text()))
-        problems.push(`console: ${message.text()}`);
-    });
+    page = watched(await context.newPage());
   });
 
   after(async () => {
     await browser?.close();
   });
 
-  afterEach(function () {
-    if (problems.length) {
-      const found = problems.splice(0);
-      throw new Error(`the page reported problems:\n${found.join('\n')}`);
-    }
-  });
-
   it('creates an endpoint with its secret shown once, tests it, shows its deliveries, disables and deletes it', async () => {
-    await page.goto(`/login?next=${encodeURIComponent(`/projects/${namespace}/webhooks`)}`);
-    await page.getByLabel('Username or email').fill(owner.username);
-    await page.getByLabel('Password').fill(owner.password);
-    await page.getByRole('button', { name: 'Log in' }).click();
-    await page.waitForURL(`**/projects/${namespace}/webhooks`);
+    await signIn(page, owner, `/projects/${namespace}/webhooks`);
     await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
     expect(await page.getByRole('link', { name: 'Webhooks' }).getAttribute('aria-current')).to.equal('page');
     await page.getByText('No webhook endpoints yet.').waitFor();
@@ -172,5 +154,32 @@ describe('the console’s webhooks page in a browser', function () {
     const [endpoint] = (await sdk.webhooks.list(namespace).page()).items;
     expect(endpoint).to.deep.include({ url: masked, format: 'slack', enabled: false });
     await sdk.webhooks.delete(namespace, endpoint!.id);
+  });
+
+  it('says why the service turned endpoints off with the limits the service answers', async () => {
+    const failing = await sdk.webhooks.create(namespace, { url: `${ENDPOINT}/failing` });
+    const backlog = await sdk.webhooks.create(namespace, { url: `${ENDPOINT}/backlog` });
+    for (const [endpoint, reason] of [
+      [failing, 'failing'],
+      [backlog, 'backlog'],
+    ] as const)
+      await sql('update webhook_endpoints set enabled = false, disabled_reason = ? where id = ?', [reason, endpoint.id]);
+    // An operator's WEBHOOK_DISABLE_AFTER of 12 hours, as GET /v1 would say it.
+    await page.route('**/v1', async (route) => {
+      const response = await route.fetch();
+      const answer = (await response.json()) as { data: { webhooks: { disable_after_seconds: number } } };
+      answer.data.webhooks.disable_after_seconds = 43_200;
+      await route.fulfill({ response, json: answer });
+    });
+    try {
+      await page.goto(`/projects/${namespace}/webhooks`);
+      await page.getByText('turned off by the service: every delivery failed for 12 hours').waitFor();
+      const { max_pending_deliveries: room } = (await sdk.meta.root()).webhooks;
+      await page.getByText(`turned off by the service: ${room.toLocaleString('en-US')} deliveries waited for it`).waitFor();
+    } finally {
+      await page.unroute('**/v1');
+    }
+    await sdk.webhooks.delete(namespace, failing.id);
+    await sdk.webhooks.delete(namespace, backlog.id);
   });
 });

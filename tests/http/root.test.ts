@@ -1,13 +1,28 @@
 import { expect } from 'chai';
-import { client } from '../support/harness.js';
-import { http } from '../support/http.js';
+import { client, startExtraServer } from '../support/harness.js';
+import { http, send } from '../support/http.js';
 
 describe('GET /v1', () => {
   it('greets without a credential', async () => {
     const { data, response } = await client().GET('/v1');
     expect(response.status).to.equal(200);
-    expect(data).to.deep.equal({ success: true, data: { message: data!.data.message } });
+    expect(data).to.deep.equal({
+      success: true,
+      // The run's service keeps the default WEBHOOK_DISABLE_AFTER (3 days).
+      data: { message: data!.data.message, webhooks: { disable_after_seconds: 259_200, max_pending_deliveries: 10_000 } },
+    });
     expect(data!.data.message).to.be.a('string').and.not.be.empty;
+  });
+
+  it("says the operator's webhook limits", async () => {
+    const server = await startExtraServer({ WEBHOOK_DISABLE_AFTER: '12h' });
+    try {
+      const answer = await send(server.url, { method: 'GET', path: '/v1' });
+      expect(answer.status).to.equal(200);
+      expect(answer.json.data.webhooks).to.deep.equal({ disable_after_seconds: 43_200, max_pending_deliveries: 10_000 });
+    } finally {
+      await server.close();
+    }
   });
 
   it('answers the same with the Token scheme or any credential, valid or not', async () => {

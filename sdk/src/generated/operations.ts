@@ -36,8 +36,9 @@ export interface MetaResource {
   /**
    * Greeting.
    *
-   * Greets the caller. Public: it answers the same with or without a credential, and ignores any
-   * `Authorization` header, valid or not, in either scheme.
+   * Greets the caller, and says the limits a client shows its people (`webhooks`). Public: it
+   * answers the same with or without a credential, and ignores any `Authorization` header, valid
+   * or not, in either scheme.
    *
    * `GET /v1`
    */

@@ -2,10 +2,14 @@ import openApiDocument from '../../../spec/generated/openapi.json' with { type: 
 import { Unavailable } from '../errors.js';
 import { ping } from '../db/health.js';
 import type { Handler } from '../http/handler-types.js';
+import { presentWebhookLimits } from '../webhooks/index.js';
 
-export const getRoot: Handler<'getRoot'> = async () => ({
+export const getRoot: Handler<'getRoot'> = async ({ services }) => ({
   status: 200,
-  data: { message: 'Hello from Signalboard. The API reference is at /docs, its contract at /v1/openapi.json.' },
+  data: {
+    message: 'Hello from Signalboard. The API reference is at /docs, its contract at /v1/openapi.json.',
+    webhooks: presentWebhookLimits(services.config.webhooks),
+  },
 });
 
 export const getOpenApi: Handler<'getOpenApi'> = async () => ({ status: 200, raw: openApiDocument });

@@ -8,5 +8,12 @@
  */
 export { Deliverer } from './deliverer.js';
 export { onEndpointsDisabled } from './disabled-notice.js';
-export { presentCreatedWebhook, presentDelivery, presentRotatedSecret, presentTestResult, presentWebhook } from './webhook-presenters.js';
+export {
+  presentCreatedWebhook,
+  presentDelivery,
+  presentRotatedSecret,
+  presentTestResult,
+  presentWebhook,
+  presentWebhookLimits,
+} from './webhook-presenters.js';
 export { Webhooks, type WebhooksDeps } from './webhooks-module.js';

@@ -1,11 +1,17 @@
 /** Webhook endpoints and their deliveries, on the wire. A secret is shown only where an operation makes one. */
 import type { components } from '../../../spec/generated/openapi.js';
-import type { DeliveryRow, EndpointRow } from '../db/repositories/webhook-outbox.js';
+import type { WebhookSettings } from '../config.js';
+import { MAX_PENDING, type DeliveryRow, type EndpointRow } from '../db/repositories/webhook-outbox.js';
 import { presentMember, type IconUrls } from '../presenters/project.js';
 import type { AttemptResult } from './send.js';
 import { shownUrl } from './url-mask.js';
 
 type Schemas = components['schemas'];
+
+/** The limits `GET /v1` says, from the operator's settings and the queue's fixed room. */
+export function presentWebhookLimits(settings: WebhookSettings): Schemas['WebhookLimits'] {
+  return { disable_after_seconds: Math.round(settings.disableAfterMs / 1000), max_pending_deliveries: MAX_PENDING };
+}
 
 export function presentWebhook(endpoint: EndpointRow, icons: IconUrls): Schemas['WebhookEndpoint'] {
   const { types, feeds, tags, notifyOnly } = endpoint.filter;

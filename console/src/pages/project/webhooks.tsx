@@ -7,8 +7,9 @@ import { useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-quer
 import type { ComponentChildren } from 'preact';
 import { useId, useState } from 'preact/hooks';
 import { sb, type Project, type Schemas } from '../../api.ts';
-import { ago, formatTime } from '../../format.ts';
+import { ago, formatDuration, formatTime, formatValue } from '../../format.ts';
 import { useAction } from '../../mutation.ts';
+import { serviceQuery } from '../../queries/service.ts';
 import { deliveriesQuery, invalidateDeliveries, useInvalidateWebhooks, webhooksQuery } from '../../queries/webhooks.ts';
 import { Empty, ErrorNote, Field, Form, Loading, PageTitle, UserText } from '../../ui.tsx';
 import type { ProjectPageProps } from './page-props.ts';
@@ -17,6 +18,7 @@ type Webhook = Schemas['WebhookEndpoint'];
 type Format = Schemas['WebhookFormat'];
 type Delivery = Schemas['WebhookDelivery'];
 type TestResult = Schemas['WebhookTestResult'];
+type WebhookLimits = Schemas['WebhookLimits'];
 
 const FORMATS: { value: Format; label: string }[] = [
   { value: 'standard', label: 'Standard Webhooks (signed JSON)' },
@@ -24,13 +26,24 @@ const FORMATS: { value: Format; label: string }[] = [
   { value: 'discord', label: 'Discord webhook' },
 ];
 
-/** Why the service turned an endpoint off (`disabled_reason`), as people read it. */
-const REASONS: Record<string, string> = {
-  gone: 'turned off by the service: the endpoint answered 410 Gone',
-  failing: 'turned off by the service: every delivery failed for 3 days',
-  backlog: 'turned off by the service: 10,000 deliveries waited for it',
-  creator_left: 'turned off by the service: the member it answered to left the project; enabling it makes you that member',
-};
+/**
+ * Why the service turned an endpoint off (`disabled_reason`), as people read it, with the limits
+ * the service says it applies (`GET /v1`; unknown while that answer is awaited).
+ */
+function reasonText(reason: string, limits: WebhookLimits | undefined): string {
+  switch (reason) {
+    case 'gone':
+      return 'turned off by the service: the endpoint answered 410 Gone';
+    case 'failing':
+      return `turned off by the service: every delivery failed for ${limits ? formatDuration(limits.disable_after_seconds) : 'too long'}`;
+    case 'backlog':
+      return `turned off by the service: ${limits ? formatValue(limits.max_pending_deliveries) : 'too many'} deliveries waited for it`;
+    case 'creator_left':
+      return 'turned off by the service: the member it answered to left the project; enabling it makes you that member';
+    default:
+      return `turned off by the service (${reason})`;
+  }
+}
 
 export default function Webhooks({ project }: ProjectPageProps) {
   const webhooks = useQuery(webhooksQuery(project.namespace));
@@ -217,6 +230,9 @@ function WebhookRow({ namespace, webhook }: { namespace: string; webhook: Webhoo
   const [testResult, setTestResult] = useState<TestResult | null>(null);
   const [rotated, setRotated] = useState<Schemas['RotatedWebhookSecret'] | null>(null);
   const refresh = useInvalidateWebhooks(namespace);
+  // Asked only for the reasons that quote a limit.
+  const limits = useQuery({ ...serviceQuery, enabled: webhook.disabled_reason === 'failing' || webhook.disabled_reason === 'backlog' }).data
+    ?.webhooks;
   const logId = useId();
   const toggle = useAction({
     mutationFn: () => sb.webhooks.update(namespace, webhook.id, { enabled: !webhook.enabled }),
@@ -229,11 +245,7 @@ function WebhookRow({ namespace, webhook }: { namespace: string; webhook: Webhoo
     onSuccess: setTestResult,
   });
   const rotate = useAction({ mutationFn: () => sb.webhooks.rotateSecret(namespace, webhook.id), onSuccess: setRotated });
-  const state = webhook.enabled
-    ? 'enabled'
-    : webhook.disabled_reason
-      ? (REASONS[webhook.disabled_reason] ?? `turned off by the service (${webhook.disabled_reason})`)
-      : 'disabled';
+  const state = webhook.enabled ? 'enabled' : webhook.disabled_reason ? reasonText(webhook.disabled_reason, limits) : 'disabled';
   return (
     <li class="row webhook">
       <span class="grow">
