@@ -142,7 +142,7 @@ async function completeCheckout(tx: EntityManager, billing: SubscriptionCancelle
   // for at most the billing adapter's deadline, as a project's delete holds it.
   const replaced = project.billingId && project.billingId !== subscription ? project.billingId : undefined;
   if (replaced) await billing.cancelSubscription(replaced);
-  return changePlan(tx, project, event, { tier, billingId: subscription }, replaced);
+  return changePlan(tx, project, event, { tier, billingId: subscription, replaced });
 }
 
 /**
@@ -170,27 +170,29 @@ async function followSubscription(tx: EntityManager, priceTiers: ReadonlyMap<str
   return changePlan(tx, project, event, { tier, billingId: subscription });
 }
 
-/** Sets the project's tier and subscription, and records the change in its log. */
+/**
+ * Sets the project's tier and subscription, and records the change in its log; `replaced` is the
+ * subscription the project had before, which a checkout cancelled.
+ */
 async function changePlan(
   tx: EntityManager,
   project: Project,
   event: WebhookEvent,
-  next: { tier: number; billingId: string | null },
-  replaced?: string,
+  { tier, billingId, replaced }: { tier: number; billingId: string | null; replaced?: string },
 ): Promise<EventOutcome> {
-  await setProjectPlan(tx, project, next);
+  await setProjectPlan(tx, project, { tier, billingId });
   recordActivity(tx, project, null, 'billing.changed', {
     event: event.type,
     event_id: event.id,
-    tier: next.tier,
-    billing_id: next.billingId,
+    tier,
+    billing_id: billingId,
     ...(replaced ? { replaced_billing_id: replaced } : {}),
   });
   return {
     outcome: 'changed',
     projectId: project.id,
-    tier: next.tier,
-    billingId: next.billingId,
+    tier,
+    billingId,
     ...(replaced ? { replacedBillingId: replaced } : {}),
   };
 }

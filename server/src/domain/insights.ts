@@ -4,7 +4,7 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { components } from '../../../spec/generated/openapi.js';
-import type { Insight, Project, User } from '../db/entities.js';
+import type { Insight, Project } from '../db/entities.js';
 import { sqlStateOf } from '../db/errors.js';
 import { databaseKey } from '../db/orm.js';
 import type { PageRequest } from '../db/page.js';
@@ -85,7 +85,7 @@ export class Insights {
     const { title, value, emoji, increment, ...unhandled } = changes;
     const _everyField: Record<string, never> = unhandled;
     if (increment !== undefined && title === undefined && value === undefined && emoji === undefined) {
-      return incrementInsightBy(scope.em, { id: scope.caller.userId }, { id: access.projectId }, id, increment);
+      return incrementInsightBy(scope, access.projectId, id, increment);
     }
     return this.edit(scope, access.project, id, changes);
   }
@@ -156,22 +156,16 @@ const increments = new GroupCommit<PendingIncrement, InsightView>(storeIncrement
 
 /**
  * Adds `by` (a finite number, the contract's `increment`) to the insight's numeric value and records
- * `insight.updated` (`fields: ["increment"]`) by `actor`, as `PATCH …/insights/{insight_id}` with
+ * `insight.updated` (`fields: ["increment"]`) by the caller, as `PATCH …/insights/{insight_id}` with
  * `{ "increment": by }` does. Concurrent increments of one insight are stored together (see
  * `increments`); each answers the insight with the value it made, as if the increments had run one
  * after another in arrival order. 404 when the project (`projectNotFound`) or the insight is gone,
- * 400 at `/body/increment` when the value is not a number. `em` must not be in a transaction: the
- * group is a transaction of its own.
+ * 400 at `/body/increment` when the value is not a number. The scope's `em` must not be in a
+ * transaction: the group is a transaction of its own.
  */
-export function incrementInsightBy(
-  em: EntityManager,
-  actor: Pick<User, 'id'> | null,
-  project: Pick<Project, 'id'>,
-  insightId: string,
-  by: number,
-): Promise<InsightView> {
-  const key = `${databaseKey(em)}/${project.id}/${insightId}`;
-  return increments.submit(key, { em, projectId: project.id, insightId, by, actorId: actor?.id ?? null });
+function incrementInsightBy({ em, caller }: Scope, projectId: string, insightId: string, by: number): Promise<InsightView> {
+  const key = `${databaseKey(em)}/${projectId}/${insightId}`;
+  return increments.submit(key, { em, projectId, insightId, by, actorId: caller.userId });
 }
 
 /**
