@@ -82,7 +82,9 @@ export interface BuiltServices {
  */
 export async function createServices(config: Config, logger: Logger, db: Database, ownUrl: () => string): Promise<BuiltServices> {
   const bus: EventBus =
-    db.kind === 'postgresql' ? await PostgresBus.start(config.databaseUrl!, notifyThrough(db), logger, config.database) : new LocalBus();
+    db.kind === 'postgresql'
+      ? await PostgresBus.start(config.databaseDirectUrl!, notifyThrough(db), logger, config.database)
+      : new LocalBus();
   const live = new LiveStreams(db.orm, bus, (viewers) => viewersStillAllowed(unitOfWork(db.orm), viewers), logger, {
     heartbeatMs: config.live.heartbeatMs,
     maxBufferedBytes: 1024 * 1024,
