@@ -110,13 +110,16 @@ export function App() {
   );
 }
 
-/** Its children for a signed-in person; the login page (coming back here after) for anyone else. */
+/**
+ * Its children for a signed-in person; the login page (coming back here after) for anyone else.
+ * Inside a nested route (a project's pages) wouter's locations are relative to the nest, so the way
+ * out and the way back are both taken from the whole address: `~/` makes the redirect absolute.
+ */
 function Signed({ children }: { children: ComponentChildren }) {
   const { user, error, isLoading } = useMe();
-  const [location] = useLocation();
   if (isLoading) return <Loading />;
   if (error) return <p role="alert">{error instanceof Error ? error.message : 'The service did not answer.'}</p>;
-  if (!user) return <Redirect to={`/login?next=${encodeURIComponent(location + window.location.search)}`} replace />;
+  if (!user) return <Redirect to={`~/login?next=${encodeURIComponent(window.location.pathname + window.location.search)}`} replace />;
   return <>{children}</>;
 }
 
