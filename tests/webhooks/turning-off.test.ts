@@ -64,6 +64,38 @@ describe('webhooks: turned off by the service', function () {
     expect(receiver.received.length, 'nothing is sent to an endpoint turned off').to.equal(attempts);
   });
 
+  it('names a Slack or Discord endpoint it turns off masked, in the activity and in the mail: its path is the secret', async () => {
+    receiver.answer = () => ({ status: 500 });
+    const secrets = { discord: 'discord-token-never-shown', slack: 'slack-secret-never-shown' };
+    const discord = expectData(
+      await api('POST', '/webhooks', { url: `${receiver.url}/api/webhooks/1234/${secrets.discord}`, format: 'discord' }),
+      201,
+    );
+    const slack = expectData(
+      await api('POST', '/webhooks', { url: `${receiver.url}/services/T1/B2/${secrets.slack}`, format: 'slack' }),
+      201,
+    );
+    const masked = { [discord.id]: `${receiver.url}/api/webhooks/1234/••••`, [slack.id]: `${receiver.url}/services/T1/B2/••••` };
+    await publish(['fails where the secret is']);
+    for (const endpoint of [discord, slack]) {
+      await waitUntil(async () => (expectData(await api('GET', `/webhooks/${endpoint.id}`)).enabled ? undefined : true));
+    }
+    const answer = await api('GET', '/activity');
+    expect(answer.text).not.to.include(secrets.discord).and.not.to.include(secrets.slack);
+    const entries = expectData(answer).items.filter(
+      (a: { type: string; data: { webhook: string } }) => a.type === 'webhook.disabled' && a.data.webhook in masked,
+    );
+    expect(entries.map((a: { data: unknown }) => a.data)).to.have.deep.members([
+      { webhook: discord.id, url: masked[discord.id], reason: 'failing' },
+      { webhook: slack.id, url: masked[slack.id], reason: 'failing' },
+    ]);
+    for (const endpoint of [discord, slack]) {
+      const mail = await waitUntil(async () => (await box.waitFor(owner.email)).find((m) => m.text.includes(endpoint.id)));
+      expect(mail.text).to.include(`The webhook endpoint ${masked[endpoint.id]} of the project`);
+      expect(mail.text).not.to.include(secrets.discord).and.not.to.include(secrets.slack);
+    }
+  });
+
   it('queues what fits under 10,000 waiting, pauses the endpoint, and queues the rest again once it is enabled', async () => {
     receiver.answer = () => ({ status: 200 });
     const endpoint = expectData(await api('POST', '/webhooks', { url: `${receiver.url}/backlog`, enabled: false }), 201);

@@ -2,13 +2,15 @@
  * What follows when the service turns endpoints off (the deliverer's `OnDisabled`), once the
  * statement that did it has written their activity entries: a log line, and a mail to the project's
  * owner when mail is configured. The mail says why in the operator's own terms: the failing period
- * is `WEBHOOK_DISABLE_AFTER` as configured.
+ * is `WEBHOOK_DISABLE_AFTER` as configured. It names the endpoint as members are shown it (url-mask.ts):
+ * a Slack or Discord address is a secret, and mail is no place for one.
  */
 import type { Logger } from 'pino';
 import type { WebhookSettings } from '../config.js';
 import { unitOfWork, type Database } from '../db/orm.js';
 import { ownerOf, type DisabledEndpoint } from '../db/repositories/webhook-outbox.js';
 import type { MailOutbox } from '../mail/outbox.js';
+import { shownUrl } from './url-mask.js';
 
 const UNITS = [
   ['day', 86_400_000],
@@ -48,7 +50,7 @@ export function onEndpointsDisabled(
             to: owner.email,
             subject: `Signalboard turned off a webhook endpoint of ${owner.namespace}`,
             text:
-              `The webhook endpoint ${endpoint.url} of the project ${owner.namespace} was turned off because ${reasons[endpoint.reason]}.\n\n` +
+              `The webhook endpoint ${shownUrl(endpoint.url, endpoint.format)} of the project ${owner.namespace} was turned off because ${reasons[endpoint.reason]}.\n\n` +
               'No more deliveries are sent to it. Once it works again, enable it in the console or with PATCH ' +
               `/v1/projects/${owner.namespace}/webhooks/${endpoint.id} {"enabled": true}: what it missed since is queued again.\n`,
           }),

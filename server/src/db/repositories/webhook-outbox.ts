@@ -219,7 +219,7 @@ export async function disableEndpointsOf(em: EntityManager, departure: { project
     `with turned_off as (
        update webhook_endpoints w set enabled = false, disabled_reason = 'creator_left', disabled_at = now()
        where w.project_id = ? and w.created_by = ? and w.enabled
-       returning w.id, w.project_id, w.url
+       returning w.id, w.project_id, w.url, w.format
      ), noticed as (${disabledNotices('turned_off', "'creator_left'")})
      select count(*)::int as n from turned_off`,
     [departure.projectId, departure.userId],
@@ -235,11 +235,31 @@ export async function disableEndpointsOf(em: EntityManager, departure: { project
 const NEW_ID = `encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing
   substring(int8send(floor(extract(epoch from clock_timestamp()) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid`;
 
+// The address `url` of an endpoint of `format` (SQL expressions) as members are shown it:
+// webhooks/url-mask.ts's `shownUrl` over an address as the endpoint keeps it (a URL's `href`, so
+// with no user info and its host written as a parser writes it): the origin, then the first path
+// segments, at most 3 and never the last non-empty one, each with its `/`, then the mask.
+// tests/webhooks/url-mask.test.ts holds the two to the same answers.
+// (An href's host always ends at a `/`; `\x3f` is `?`, which a statement's text cannot hold
+// outside a parameter.)
+export function shownUrlSql(url: string, format: string): string {
+  const path = `regexp_replace(substring(${url} from '^[^:]+://[^/]*/([^\\x3f#]*)'), '/+$', '')`;
+  return `case when ${format} in ('slack', 'discord') then
+      substring(${url} from '^[^:]+://[^/]*') || '/' || coalesce((
+        select string_agg(s.segment || '/', '' order by s.n)
+        from (select segment, n, count(*) over () as total from unnest(string_to_array(${path}, '/')) with ordinality t(segment, n)) s
+        where s.n <= least(3, s.total - 1)
+      ), '') || '••••'
+    else ${url} end`;
+}
+
 // The `webhook.disabled` activity entry of each endpoint `rows` names (an SQL source with `id`,
-// `project_id` and `url`, with its condition), for `reason` (an SQL expression): written by the
-// statement that turns the endpoints off, so that none is ever off without its entry.
+// `project_id`, `url` and `format`, with its condition), for `reason` (an SQL expression): written
+// by the statement that turns the endpoints off, so that none is ever off without its entry. A
+// Slack or Discord address is a secret: the entry, read by every member, names it masked.
 const disabledNotices = (rows: string, reason: string) => `insert into activity (id, project_id, actor_id, type, data, created_at)
-    select ${NEW_ID}, project_id, null, 'webhook.disabled', jsonb_build_object('webhook', id, 'url', url, 'reason', ${reason}), now()
+    select ${NEW_ID}, project_id, null, 'webhook.disabled',
+      jsonb_build_object('webhook', id, 'url', ${shownUrlSql('url', 'format')}, 'reason', ${reason}), now()
     from ${rows}`;
 
 // Whether the event `e` of the feed `f` passes the filter of the endpoint `w`: every list empty
@@ -272,7 +292,7 @@ const QUEUE_MATCHED = `queued as (
       from matched group by 1
     ) c
     where w.id = c.endpoint_id
-    returning w.id, w.project_id, w.url, not w.enabled as paused
+    returning w.id, w.project_id, w.url, w.format, not w.enabled as paused
   ), paused_noticed as (${disabledNotices('counted where paused', "'backlog'")})`;
 
 /**
@@ -461,6 +481,7 @@ export interface DisabledEndpoint {
   id: string;
   projectId: string;
   url: string;
+  format: WebhookFormat;
   reason: Exclude<DisabledReason, 'backlog' | 'creator_left'>;
 }
 
@@ -507,11 +528,11 @@ export async function settle(em: EntityManager, outcomes: Outcome[], failingForM
          disabled_reason = coalesce(v.reason, w.disabled_reason),
          disabled_at = case when v.reason is not null and w.enabled then now() else w.disabled_at end
        from verdict v where w.id = v.endpoint_id
-       returning w.id, w.project_id, w.url, v.reason, v.was_enabled
+       returning w.id, w.project_id, w.url, w.format, v.reason, v.was_enabled
      ), turned_off as (
-       select id, project_id, url, reason from changed where reason is not null and was_enabled
+       select id, project_id, url, format, reason from changed where reason is not null and was_enabled
      ), noticed as (${disabledNotices('turned_off', 'reason')})
-     select id, project_id as "projectId", url, reason from turned_off`,
+     select id, project_id as "projectId", url, format, reason from turned_off`,
     [...OUTCOMES.params(outcomes), failingForMs],
   );
 }
