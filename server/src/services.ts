@@ -100,7 +100,13 @@ export async function createServices(config: Config, logger: Logger, db: Databas
     insight: presentInsight,
     event: presentEvent,
   };
-  const deliverer = new Deliverer(db, config.webhooks, logger, onEndpointsDisabled(db, outbox, logger, config.webhooks), webhookShapes);
+  const deliverer = new Deliverer({
+    db,
+    settings: config.webhooks,
+    logger,
+    onDisabled: onEndpointsDisabled(db, outbox, logger, config.webhooks),
+    shapes: webhookShapes,
+  });
   // Events stored on any instance: their deliveries are due now.
   bus.subscribe(
     (message) => {

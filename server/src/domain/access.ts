@@ -19,7 +19,7 @@ import {
 } from '../db/repositories/projects.js';
 import { needsInviteFact, permit, permitProject, type ActingAs, type InviteeAction, type ProjectAction } from '../policies/project.js';
 import { Internal, projectNotFound } from '../errors.js';
-import type { Caller } from './scope.js';
+import type { Scope } from './scope.js';
 import type { ProjectView } from './project-view.js';
 
 export interface ProjectAccess {
@@ -42,37 +42,25 @@ export type MemberAction = Exclude<ProjectAction, InviteeAction>;
  * The project `namespace` names, if the caller may take `action` on it; 404/403 otherwise.
  * `subject` is the username a member or invite route names.
  */
-export async function projectAccess(
-  em: EntityManager,
-  caller: Caller,
-  namespace: string,
-  action: MemberAction,
-  subject?: string,
-): Promise<ProjectAccess> {
-  const { row, actingAs } = await decide(em, caller, namespace, action, subject);
-  return new LoadedAccess(em, row, actingAs);
+export async function projectAccess(scope: Scope, namespace: string, action: MemberAction, subject?: string): Promise<ProjectAccess> {
+  const { row, actingAs } = await decide(scope, namespace, action, subject);
+  return new LoadedAccess(scope.em, row, actingAs);
 }
 
 /** The invitee `username` names, on its own invite to the project; 404/403 for anyone else, or without an invite. */
-export async function inviteeAccess(
-  em: EntityManager,
-  caller: Caller,
-  namespace: string,
-  action: InviteeAction,
-  username: string,
-): Promise<InviteeAccess> {
-  const { row, actingAs, invite } = await decide(em, caller, namespace, action, username);
+export async function inviteeAccess(scope: Scope, namespace: string, action: InviteeAction, username: string): Promise<InviteeAccess> {
+  const { row, actingAs, invite } = await decide(scope, namespace, action, username);
   // `permit` lets an invitee's action through only with the caller's own pending invite: a rule that
   // did otherwise is a programming error, refused rather than acted on.
   if (!invite) throw new Internal();
-  return new LoadedInviteeAccess(em, row, actingAs, invite);
+  return new LoadedInviteeAccess(scope.em, row, actingAs, invite);
 }
 
 /**
  * The whole project as its read answers it, if the caller may read it; 404 otherwise. One statement
  * brings the project, the caller's role, the members and the feeds, all as plain rows.
  */
-export async function projectView(em: EntityManager, caller: Caller, namespace: string): Promise<ProjectView> {
+export async function projectView({ em, caller }: Scope, namespace: string): Promise<ProjectView> {
   const row = await findProjectWithRoleAndContents(em, caller.userId, namespace);
   if (!row) throw projectNotFound();
   permit('project.read', { role: row.member_role ?? undefined, isSubject: false, hasPendingInvite: false });
@@ -99,7 +87,7 @@ export async function confirmAccess(
 }
 
 /** The facts the rules need, loaded, and the rules' decision on them. */
-async function decide(em: EntityManager, caller: Caller, namespace: string, action: ProjectAction, subject: string | undefined) {
+async function decide({ em, caller }: Scope, namespace: string, action: ProjectAction, subject: string | undefined) {
   const row = await findProjectWithRole(em, caller.userId, namespace);
   if (!row) throw projectNotFound();
   // A project outside an API token's projects does not exist for it, whatever its user's role there.

@@ -64,7 +64,7 @@ export async function deleteAccount(em: EntityManager, billing: SubscriptionCanc
       // A row someone else removed meanwhile was recorded by that removal.
       if (!(await row.remove(tx))) continue;
       const project = projectReference(tx, row.projectId);
-      recordActivity(tx, project, user, row.type, { username: row.username });
+      recordActivity(tx, { project, actor: user, type: row.type, data: { username: row.username } });
       if (row.type !== 'member.left') continue;
       // Memberships come first among the rows: the invites this revokes are then found gone below.
       await endWhatTheMemberLeft(tx, { project, user });

@@ -29,18 +29,20 @@ export type ActivityType =
   | 'webhook.deleted'
   | 'webhook.disabled';
 
+/** A record of the project's log: what changed (`type`, `data`), and who changed it (null: the service). */
+export interface ActivityEntry {
+  project: Project;
+  actor: User | null;
+  type: ActivityType;
+  data: Record<string, unknown>;
+}
+
 /**
  * Adds a record to the unit of work of `em`: it is written by that transaction's flush (every
  * transaction flushes before it commits), or not at all.
  */
-export function recordActivity(
-  em: EntityManager,
-  project: Project,
-  actor: User | null,
-  type: ActivityType,
-  data: Record<string, unknown>,
-): void {
-  addActivityRecord(em, project, actor, type, data);
+export function recordActivity(em: EntityManager, entry: ActivityEntry): void {
+  addActivityRecord(em, entry);
 }
 
 /** A project's log as its members read it. Records are written by the modules that make the changes (`recordActivity`). */

@@ -181,12 +181,17 @@ async function changePlan(
   { tier, billingId, replaced }: { tier: number; billingId: string | null; replaced?: string },
 ): Promise<EventOutcome> {
   await setProjectPlan(tx, project, { tier, billingId });
-  recordActivity(tx, project, null, 'billing.changed', {
-    event: event.type,
-    event_id: event.id,
-    tier,
-    billing_id: billingId,
-    ...(replaced ? { replaced_billing_id: replaced } : {}),
+  recordActivity(tx, {
+    project,
+    actor: null,
+    type: 'billing.changed',
+    data: {
+      event: event.type,
+      event_id: event.id,
+      tier,
+      billing_id: billingId,
+      ...(replaced ? { replaced_billing_id: replaced } : {}),
+    },
   });
   return {
     outcome: 'changed',

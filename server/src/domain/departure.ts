@@ -40,6 +40,7 @@ export async function endWhatTheMemberLeft(
 async function revokeInvitesSent(tx: EntityManager, project: Project, user: Pick<User, 'id'>): Promise<void> {
   for (const invite of await invitesSentIn(tx, project.id, user.id)) {
     // One revoked meanwhile was recorded by that revocation.
-    if (await deleteInviteById(tx, invite.id)) recordActivity(tx, project, null, 'invite.revoked', { username: invite.user.username });
+    if (await deleteInviteById(tx, invite.id))
+      recordActivity(tx, { project, actor: null, type: 'invite.revoked', data: { username: invite.user.username } });
   }
 }

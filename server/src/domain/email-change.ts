@@ -39,6 +39,7 @@ import type { Logger } from '../logger.js';
 import type { MailOutbox } from '../mail/outbox.js';
 import { ACCOUNT_TAKEN } from './accounts.js';
 import { hashSecret, mintSecret } from './credentials.js';
+import type { Scope } from './scope.js';
 import { lockUser, transaction } from '../db/transaction.js';
 import { conflictOn } from '../db/unique.js';
 
@@ -74,22 +75,29 @@ export class EmailChanges {
     private readonly logger: Logger,
   ) {}
 
-  /** Records the user's pending change to `email` and mails its link to that address; the caller has checked the password. */
-  async request(em: EntityManager, user: { id: string; username: string }, email: string): Promise<void> {
+  /**
+   * Records the caller's pending change to `email` and mails its link to that address; the handler
+   * has checked the password. (Confirming and undoing take a bare `em`: their routes have no caller,
+   * the mailed token stands for the account.)
+   */
+  async request({ em, caller }: Scope, email: string): Promise<void> {
     const { token, tokenHash } = mintSecret('emc_');
-    await requestEmailChange(em, user.id, email, tokenHash, EMAIL_CHANGE_TTL_MS);
+    await requestEmailChange(em, caller.userId, email, tokenHash, EMAIL_CHANGE_TTL_MS);
     const sent = this.outbox.post('e-mail change', (mailer) =>
       mailer.send({
         to: email,
         subject: 'Confirm your new Signalboard e-mail address',
         text:
-          `Someone, probably you, asked to make this the e-mail address of the Signalboard account ${user.username}.\n\n` +
+          `Someone, probably you, asked to make this the e-mail address of the Signalboard account ${caller.username}.\n\n` +
           `To confirm, open this link within the next hour:\n\n${linkText(this.pages.confirmUrl, '/v1/auth/email-confirm', token)}\n\n` +
           'If you did not ask for it, ignore this message: nothing changes.\n',
       }),
     );
     if (!sent)
-      this.logger.info({ userId: user.id }, 'e-mail change asked for; no mail sent, the operator can make the link (user email-link)');
+      this.logger.info(
+        { userId: caller.userId },
+        'e-mail change asked for; no mail sent, the operator can make the link (user email-link)',
+      );
   }
 
   /** Makes the change the token stands for, then mails the old address its undo link. */

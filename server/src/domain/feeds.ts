@@ -53,7 +53,7 @@ export class Feeds {
         const feeds = await countFeeds(tx, project.id);
         refuseAtCap(this.limits, 'feedsPerProject', feeds, `This project has ${feeds} feeds`);
         const feed = await insertFeed(tx, project, { name, description: description ?? null, emoji: emoji ?? null, type: type ?? 0 });
-        recordActivity(tx, project, caller.user, 'feed.created', { feed: feed.name });
+        recordActivity(tx, { project, actor: caller.user, type: 'feed.created', data: { feed: feed.name } });
         return feed;
       });
     return conflictOn(create, NAME_TAKEN);
@@ -72,10 +72,15 @@ export class Feeds {
         );
         await updateFeedFields(tx, feed, { name: newName, description, emoji });
         if (fields.length > 0)
-          recordActivity(tx, project, caller.user, 'feed.updated', {
-            feed: feed.name,
-            fields,
-            ...(fields.includes('name') ? { from: name } : {}),
+          recordActivity(tx, {
+            project,
+            actor: caller.user,
+            type: 'feed.updated',
+            data: {
+              feed: feed.name,
+              fields,
+              ...(fields.includes('name') ? { from: name } : {}),
+            },
           });
         return feed;
       });
@@ -94,7 +99,7 @@ export class Feeds {
       const feed = await feedNamed(tx, project.id, name);
       if ((await countFeeds(tx, project.id)) <= 1) throw new Conflict('last_feed', 'A project keeps at least one feed.');
       if (!(await deleteFeedRow(tx, feed.id))) throw feedNotFound();
-      recordActivity(tx, project, caller.user, 'feed.deleted', { feed: feed.name });
+      recordActivity(tx, { project, actor: caller.user, type: 'feed.deleted', data: { feed: feed.name } });
     });
   }
 }

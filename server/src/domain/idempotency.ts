@@ -38,18 +38,23 @@ export function claimLeaseMs(database: Config['database']): number {
   return 20 * (database.acquireTimeoutMs + database.statementTimeoutMs);
 }
 
+/** A request's claim on a key: what the request is, the claim's own id, and how long the claim holds. */
+export interface KeyClaim {
+  fingerprint: string;
+  /** An id of the request's own, which recording and releasing name. */
+  claim: string;
+  leaseMs: number;
+}
+
 /**
- * Claims the key for a request with `fingerprint` under `claim` (an id of the request's own, which
- * recording and releasing name): undefined once claimed. Otherwise the answer recorded for the same
+ * Claims the key for a request: undefined once claimed. Otherwise the answer recorded for the same
  * request, to be replayed; 422 `idempotency_key_reused` when the key was first used for another
  * request; 409 `idempotency_in_progress` while the request holding it runs.
  */
 export async function claimOrRecall(
   em: EntityManager,
   scope: KeyScope,
-  fingerprint: string,
-  claim: string,
-  leaseMs: number,
+  { fingerprint, claim, leaseMs }: KeyClaim,
 ): Promise<StoredAnswer | undefined> {
   for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
     if (await claimKey(em, scope, fingerprint, claim, leaseMs, KEY_LIFETIME_MS)) return undefined;

@@ -66,7 +66,7 @@ export class Insights {
       const insights = await countInsights(tx, project.id);
       refuseAtCap(this.limits, 'insightsPerProject', insights, `This project has ${insights} insights`);
       const insight = await insertInsight(tx, project, { title, value, emoji: emoji ?? null });
-      recordActivity(tx, project, caller.user, 'insight.created', { insight_id: insight.id, title: insight.title });
+      recordActivity(tx, { project, actor: caller.user, type: 'insight.created', data: { insight_id: insight.id, title: insight.title } });
       return insight;
     });
   }
@@ -113,7 +113,7 @@ export class Insights {
       const insight = await updateInsightFields(tx, project.id, id, { title, value, emoji });
       if (!insight) throw insightNotFound();
       const fields = (['title', 'value', 'emoji', 'increment'] as const).filter((field) => changes[field] !== undefined);
-      recordActivity(tx, project, caller.user, 'insight.updated', { insight_id: id, fields });
+      recordActivity(tx, { project, actor: caller.user, type: 'insight.updated', data: { insight_id: id, fields } });
       await queueChange(tx, project.id, 'insight.updated', this.shapes.insight(insight));
       return insight;
     });
@@ -128,7 +128,7 @@ export class Insights {
       await lockProject(tx, project.id, 'key share');
       const title = await deleteInsightRow(tx, project.id, id);
       if (title === undefined) throw insightNotFound();
-      recordActivity(tx, project, caller.user, 'insight.deleted', { insight_id: id, title });
+      recordActivity(tx, { project, actor: caller.user, type: 'insight.deleted', data: { insight_id: id, title } });
     });
   }
 }

@@ -82,7 +82,7 @@ export class Members {
       if (!(await deleteMembership(tx, target.id))) throw memberNotFound();
       // First: the departing member's own endpoints are not sent its `member.left`.
       await endWhatTheMemberLeft(tx, { project, user: target.user });
-      recordActivity(tx, project, actor, leaving ? 'member.left' : 'member.removed', { username: target.user.username });
+      recordActivity(tx, { project, actor, type: leaving ? 'member.left' : 'member.removed', data: { username: target.user.username } });
       await queueChange(tx, project.id, 'member.left', this.shapes.member(target.user, target.role));
       await writeChanges(tx);
     });
@@ -110,7 +110,7 @@ export class Members {
       const n = await countMembersAndInvites(tx, project.id);
       refuseAtCap(this.limits, 'membersPerProject', n, `This project has ${n} members and pending invites`);
       const invite = addInvite(tx, project, invitee, actor);
-      recordActivity(tx, project, actor, 'invite.created', { username: invitee.username });
+      recordActivity(tx, { project, actor, type: 'invite.created', data: { username: invitee.username } });
       await writeChanges(tx);
       return invite;
     });
@@ -141,7 +141,7 @@ export class Members {
       await lockProject(tx, invite.project.id, 'key share');
       if (!(await deleteInviteById(tx, invite.id))) throw new NotFound('You have no pending invite to this project.');
       addMembership(tx, invite.project, invitee, 'member');
-      recordActivity(tx, invite.project, invitee, 'member.joined', { username: invitee.username });
+      recordActivity(tx, { project: invite.project, actor: invitee, type: 'member.joined', data: { username: invitee.username } });
       await queueChange(tx, invite.project.id, 'member.joined', this.shapes.member(invitee, 'member'));
       await writeChanges(tx);
       return loadProject(tx, invite.project.id);
@@ -161,7 +161,7 @@ export class Members {
       // Only an unknown username is "no invite": any other failure (a timeout) is not a 404.
       const invitee = await findUserByUsername(tx, username.toLowerCase());
       if (!invitee || !(await deleteInviteOf(tx, project.id, invitee.id))) throw new NotFound('No pending invite for this user.');
-      recordActivity(tx, project, actor, declined ? 'invite.declined' : 'invite.revoked', { username: invitee.username });
+      recordActivity(tx, { project, actor, type: declined ? 'invite.declined' : 'invite.revoked', data: { username: invitee.username } });
       await writeChanges(tx);
     });
   }
@@ -195,7 +195,7 @@ export class Members {
       refuseAtCap(this.limits, 'projectsPerUser', owned, `${heir.username} owns ${owned} projects`);
       await setMemberRole(tx, owner.id, 'member');
       await setMemberRole(tx, next.id, 'owner');
-      recordActivity(tx, project, actor, 'project.owner_changed', { from: actor.username, to: heir.username });
+      recordActivity(tx, { project, actor, type: 'project.owner_changed', data: { from: actor.username, to: heir.username } });
       await writeChanges(tx);
       return loadProject(tx, project.id);
     });

@@ -93,7 +93,8 @@ export class PasswordResets {
    * Sets the password of the user whose live token this is, uses the token up and ends every
    * session of the user, in one transaction: the ids of the sessions ended. 400
    * `invalid_reset_token` otherwise, with nothing changed. The password is hashed before the
-   * transaction opens, so a slow hash never holds a database connection.
+   * transaction opens, so a slow hash never holds a database connection. It takes a bare `em`:
+   * its route has no caller, the mailed token stands for the account.
    */
   async confirm(em: EntityManager, token: string, newPassword: string): Promise<void> {
     refuseLongPassword(newPassword, '/body/new_password');

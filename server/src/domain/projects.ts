@@ -126,7 +126,7 @@ export class Projects {
         const owned = await countOwnedProjects(tx, owner.id);
         refuseAtCap(this.limits, 'projectsPerUser', owned, `You own ${owned} projects`);
         const project = addProject(tx, owner, { namespace, name, icon: icon?.sha256 ?? null });
-        recordActivity(tx, project, owner, 'project.created', { namespace: project.namespace, name });
+        recordActivity(tx, { project, actor: owner, type: 'project.created', data: { namespace: project.namespace, name } });
         await writeChanges(tx);
         // After the write (which refuses a taken namespace), before the commit: a refused project stores no icon.
         if (icon) await this.icons.save(tx, icon);
@@ -173,7 +173,8 @@ export class Projects {
           changed.icon = nextIcon === null ? 'removed' : 'changed';
           current.icon = nextIcon;
         }
-        if (Object.keys(changed).length > 0) recordActivity(tx, current, actor, 'project.updated', { changes: changed });
+        if (Object.keys(changed).length > 0)
+          recordActivity(tx, { project: current, actor, type: 'project.updated', data: { changes: changed } });
         await writeChanges(tx);
         if (icon) await this.icons.save(tx, icon);
         const view = await loadProject(tx, project.id);

@@ -4,7 +4,7 @@ import { pageRequest, toPage } from '../domain/pagination.js';
 import { presentActivity } from '../presenters/project.js';
 
 export const listActivity: Handler<'listActivity'> = async ({ params, query, caller, em, services }) => {
-  const { projectId } = await projectAccess(em, caller, params.namespace, 'activity.list');
+  const { projectId } = await projectAccess({ em, caller }, params.namespace, 'activity.list');
   const page = pageRequest(query);
   return {
     status: 200,

@@ -32,13 +32,13 @@ export const stripeWebhook: Handler<'stripeWebhook'> = async ({ headers, readRaw
 };
 
 export const createCheckoutSession: Handler<'createCheckoutSession'> = async ({ params, body, headers, caller, em, services }) => {
-  const { project } = await projectAccess(em, caller, params.namespace, 'billing.checkout');
+  const { project } = await projectAccess({ em, caller }, params.namespace, 'billing.checkout');
   const session = await services.subscriptions.checkout({ em, caller }, project, body.tier, headers['Idempotency-Key']);
   return { status: 201, data: presentCheckoutSession(session) };
 };
 
 export const createPortalSession: Handler<'createPortalSession'> = async ({ params, headers, caller, em, services }) => {
-  const { project } = await projectAccess(em, caller, params.namespace, 'billing.portal');
+  const { project } = await projectAccess({ em, caller }, params.namespace, 'billing.portal');
   const session = await services.subscriptions.portal({ em, caller }, project, headers['Idempotency-Key']);
   return { status: 201, data: presentPortalSession(session) };
 };

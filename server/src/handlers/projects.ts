@@ -15,24 +15,24 @@ export const listProjects: Handler<'listProjects'> = async ({ query, caller, em,
 };
 
 export const getProject: Handler<'getProject'> = async ({ params, caller, em, services }) => {
-  const view = await projectView(em, caller, params.namespace);
+  const view = await projectView({ em, caller }, params.namespace);
   return { status: 200, data: presentProject(view, services.icons) };
 };
 
 export const updateProject: Handler<'updateProject'> = async ({ params, body, caller, em, services }) => {
-  const { project } = await projectAccess(em, caller, params.namespace, 'project.update');
+  const { project } = await projectAccess({ em, caller }, params.namespace, 'project.update');
   const updated = await services.projects.change({ em, caller }, project, body);
   return { status: 200, data: presentProject(updated, services.icons) };
 };
 
 export const deleteProject: Handler<'deleteProject'> = async ({ params, caller, em, services }) => {
-  const { project } = await projectAccess(em, caller, params.namespace, 'project.delete');
+  const { project } = await projectAccess({ em, caller }, params.namespace, 'project.delete');
   await services.projects.remove({ em, caller }, project);
   return { status: 204 };
 };
 
 export const transferOwnership: Handler<'transferOwnership'> = async ({ params, body, caller, em, services }) => {
-  const { project } = await projectAccess(em, caller, params.namespace, 'project.transfer');
+  const { project } = await projectAccess({ em, caller }, params.namespace, 'project.transfer');
   const view = await services.members.handOver({ em, caller }, project, body.username);
   return { status: 200, data: presentProject(view, services.icons) };
 };

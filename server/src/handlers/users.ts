@@ -14,7 +14,7 @@ export const updateCurrentUser: Handler<'updateCurrentUser'> = async ({ body, ca
 
 export const changeEmail: Handler<'changeEmail'> = async ({ body, caller, em, services }) => {
   await services.accounts.confirmPassword(caller.user, body.current_password);
-  await services.emailChanges.request(em, caller.user, body.email);
+  await services.emailChanges.request({ em, caller }, body.email);
   return { status: 202, data: { message: EMAIL_CHANGE_REQUESTED_MESSAGE } };
 };
 

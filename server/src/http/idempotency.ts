@@ -86,7 +86,11 @@ export async function onceForKey(
   work: () => Promise<Reply>,
 ): Promise<Reply> {
   const claim = randomUUID();
-  const recalled = await claimOrRecall(em, scope, fingerprint(ctx.method, ctx.path, body, limitedCredential), claim, leaseMs);
+  const recalled = await claimOrRecall(em, scope, {
+    fingerprint: fingerprint(ctx.method, ctx.path, body, limitedCredential),
+    claim,
+    leaseMs,
+  });
   if (recalled) {
     ctx.set('Idempotent-Replayed', 'true');
     return replay(recalled);

@@ -73,6 +73,16 @@ export function retryDelay(scheduleMs: number[], n: number): number | undefined 
   return base === undefined ? undefined : Math.round(base * (1 + Math.random() * 0.1));
 }
 
+/** What a deliverer is built with (services.ts). */
+export interface DelivererParts {
+  db: Pick<Database, 'orm'>;
+  settings: WebhookSettings;
+  logger: Logger;
+  onDisabled: OnDisabled;
+  /** How an `event.created` delivery shows its event. */
+  shapes: Pick<ChangeShapes, 'event'>;
+}
+
 export class Deliverer {
   private readonly busy = new Set<string>();
   /** Endpoints whose last batch failed without a success: claimed one delivery at a time (at most `MAX_AGENTS` remembered). */
@@ -92,13 +102,19 @@ export class Deliverer {
   /** Keep-alive connections per endpoint (every socket made through the guard), dropped when idle. */
   private readonly agents = new Map<string, { http: http.Agent; https: https.Agent }>();
 
-  constructor(
-    private readonly db: Pick<Database, 'orm'>,
-    private readonly settings: WebhookSettings,
-    private readonly logger: Logger,
-    private readonly onDisabled: OnDisabled,
-    private readonly shapes: Pick<ChangeShapes, 'event'>,
-  ) {}
+  private readonly db: DelivererParts['db'];
+  private readonly settings: WebhookSettings;
+  private readonly logger: Logger;
+  private readonly onDisabled: OnDisabled;
+  private readonly shapes: DelivererParts['shapes'];
+
+  constructor({ db, settings, logger, onDisabled, shapes }: DelivererParts) {
+    this.db = db;
+    this.settings = settings;
+    this.logger = logger;
+    this.onDisabled = onDisabled;
+    this.shapes = shapes;
+  }
 
   start(): this {
     this.timer = setInterval(() => this.wake(), this.settings.pollMs);

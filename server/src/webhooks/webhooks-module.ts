@@ -166,7 +166,12 @@ export class Webhooks {
         secret,
         createdBy: caller.userId,
       });
-      recordActivity(tx, project, caller.user, 'webhook.created', { webhook: endpoint.id, url: shownUrl(endpoint.url, endpoint.format) });
+      recordActivity(tx, {
+        project,
+        actor: caller.user,
+        type: 'webhook.created',
+        data: { webhook: endpoint.id, url: shownUrl(endpoint.url, endpoint.format) },
+      });
       return { endpoint, secret };
     });
   }
@@ -202,7 +207,7 @@ export class Webhooks {
         (f) => changes[f] !== undefined && changes[f] !== before[f],
       );
       if (filter !== undefined) fields.push('filter' as never);
-      if (fields.length > 0) recordActivity(tx, project, caller.user, 'webhook.updated', { webhook: id, fields });
+      if (fields.length > 0) recordActivity(tx, { project, actor: caller.user, type: 'webhook.updated', data: { webhook: id, fields } });
       return recovered ? ((await findEndpoint(tx, project.id, id)) ?? after) : after;
     });
   }
@@ -212,7 +217,12 @@ export class Webhooks {
     await transaction(em, async (tx) => {
       const endpoint = await endpointOf(tx, project, id, true);
       if (!(await deleteEndpoint(tx, project.id, id))) throw webhookNotFound();
-      recordActivity(tx, project, caller.user, 'webhook.deleted', { webhook: id, url: shownUrl(endpoint.url, endpoint.format) });
+      recordActivity(tx, {
+        project,
+        actor: caller.user,
+        type: 'webhook.deleted',
+        data: { webhook: id, url: shownUrl(endpoint.url, endpoint.format) },
+      });
     });
   }
 

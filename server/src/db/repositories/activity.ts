@@ -16,12 +16,9 @@ import { rowReader, time } from '../columns.js';
  */
 export function addActivityRecord(
   em: EntityManager,
-  project: Project,
-  actor: User | null,
-  type: string,
-  data: Record<string, unknown>,
+  record: { project: Project; actor: User | null; type: string; data: Record<string, unknown> },
 ): void {
-  em.create(Activity, { project, actor, type, data });
+  em.create(Activity, record);
 }
 
 /** A log record as its answer shows it. */
