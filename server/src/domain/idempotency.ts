@@ -14,7 +14,15 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config.js';
-import { claimKey, findKey, recordAnswer, releaseKey, type KeyScope, type StoredAnswer } from '../db/repositories/idempotency.js';
+import {
+  claimKey,
+  findKey,
+  recordAnswer,
+  releaseKey,
+  type KeyClaim,
+  type KeyScope,
+  type StoredAnswer,
+} from '../db/repositories/idempotency.js';
 import { IdempotencyInProgress, IdempotencyKeyReused } from '../errors.js';
 
 export type { KeyScope, StoredAnswer };
@@ -38,30 +46,18 @@ export function claimLeaseMs(database: Config['database']): number {
   return 20 * (database.acquireTimeoutMs + database.statementTimeoutMs);
 }
 
-/** A request's claim on a key: what the request is, the claim's own id, and how long the claim holds. */
-export interface KeyClaim {
-  fingerprint: string;
-  /** An id of the request's own, which recording and releasing name. */
-  claim: string;
-  leaseMs: number;
-}
-
 /**
  * Claims the key for a request: undefined once claimed. Otherwise the answer recorded for the same
  * request, to be replayed; 422 `idempotency_key_reused` when the key was first used for another
  * request; 409 `idempotency_in_progress` while the request holding it runs.
  */
-export async function claimOrRecall(
-  em: EntityManager,
-  scope: KeyScope,
-  { fingerprint, claim, leaseMs }: KeyClaim,
-): Promise<StoredAnswer | undefined> {
+export async function claimOrRecall(em: EntityManager, scope: KeyScope, request: KeyClaim): Promise<StoredAnswer | undefined> {
   for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
-    if (await claimKey(em, scope, fingerprint, claim, leaseMs, KEY_LIFETIME_MS)) return undefined;
+    if (await claimKey(em, scope, request, KEY_LIFETIME_MS)) return undefined;
     const state = await findKey(em, scope, KEY_LIFETIME_MS);
     // Given back, expired, or its lease ran out between the two statements: claimable now.
-    if (!state || (state.kind === 'running' && !state.leaseLive && state.fingerprint === fingerprint)) continue;
-    if (state.fingerprint !== fingerprint) throw new IdempotencyKeyReused();
+    if (!state || (state.kind === 'running' && !state.leaseLive && state.fingerprint === request.fingerprint)) continue;
+    if (state.fingerprint !== request.fingerprint) throw new IdempotencyKeyReused();
     if (state.kind === 'running') throw new IdempotencyInProgress();
     return state.answer;
   }

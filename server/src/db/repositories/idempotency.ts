@@ -39,17 +39,22 @@ const CLAIM = `insert into idempotency_keys as k (user_id, key, fingerprint, cre
       or (k.claim is not null and k.lease_until <= now() and k.fingerprint = excluded.fingerprint)
   returning true as claimed`;
 
+/** A request's claim on a key: what the request is, the claim's own id, and how long the claim holds. */
+export interface KeyClaim {
+  fingerprint: string;
+  /** An id of the request's own, which recording and releasing name. */
+  claim: string;
+  leaseMs: number;
+}
+
 /**
- * Claims the key for a request with `fingerprint`, under `claim` (the request's own id for the
- * key), for `leaseMs`; true when it is now the request's, false when another request holds it or
- * has answered it within `lifetimeMs`.
+ * Claims the key for a request; true when it is now the request's, false when another request
+ * holds it or has answered it within `lifetimeMs`.
  */
 export async function claimKey(
   em: EntityManager,
   scope: KeyScope,
-  fingerprint: string,
-  claim: string,
-  leaseMs: number,
+  { fingerprint, claim, leaseMs }: KeyClaim,
   lifetimeMs: number,
 ): Promise<boolean> {
   const rows = await query(em, CLAIM, [scope.userId, scope.key, fingerprint, claim, leaseMs, scope.namespace ?? null, lifetimeMs]);
