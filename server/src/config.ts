@@ -384,6 +384,16 @@ function duration(name: string, raw: string): number {
   return Number(match[1]) * DURATION_UNITS[match[2]!]!;
 }
 
+/** The longest `WEBHOOK_DISABLE_AFTER`: a year, which the service description states in whole seconds (`GET /v1`). */
+const MAX_DISABLE_AFTER_MS = 365 * DURATION_UNITS.d!;
+
+/** `WEBHOOK_DISABLE_AFTER`: from a second to a year. */
+function disableAfter(raw: string): number {
+  const ms = duration('WEBHOOK_DISABLE_AFTER', raw);
+  if (ms < 1000 || ms > MAX_DISABLE_AFTER_MS) throw new ConfigError(`WEBHOOK_DISABLE_AFTER: "${raw}" is not between 1s and 365d`);
+  return ms;
+}
+
 /** `DATABASE_DIRECT_URL`, else `DATABASE_URL`; alone it would name a database the service does not use. */
 function directUrl(env: NodeJS.ProcessEnv): string | undefined {
   const databaseUrl = url(env, 'DATABASE_URL');
@@ -402,7 +412,7 @@ function webhookSettings(env: NodeJS.ProcessEnv): WebhookSettings {
     allowPrivate: boolean(env, 'WEBHOOK_ALLOW_PRIVATE'),
     retryScheduleMs: schedule,
     timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 15_000, 100, 60_000),
-    disableAfterMs: duration('WEBHOOK_DISABLE_AFTER', env.WEBHOOK_DISABLE_AFTER || '3d'),
+    disableAfterMs: disableAfter(env.WEBHOOK_DISABLE_AFTER || '3d'),
     concurrency: integer(env, 'WEBHOOK_CONCURRENCY', 256, 1, 10_000),
     pollMs: integer(env, 'WEBHOOK_POLL_MS', 1_000, 10, 60_000),
   };

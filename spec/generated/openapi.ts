@@ -2540,7 +2540,7 @@ export interface components {
              * Format: int32
              * @description How long every delivery to an endpoint may fail, with no success in between, before the
              *     service turns it off (`failing`), in seconds. The operator's `WEBHOOK_DISABLE_AFTER`; 259200
-             *     (3 days) unless set.
+             *     (3 days) unless set; from a second to a year.
              */
             disable_after_seconds: number;
             /**
