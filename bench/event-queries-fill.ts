@@ -75,7 +75,7 @@ const FILL = `
                          floor($3::float8 + (g.i - $5) * $4::float8)::bigint as ms,
                          timestamptz 'epoch' + floor($3::float8 + (g.i - $5) * $4::float8)::bigint * interval '1 millisecond' as at) as r`;
 
-/** What the insert of events keeps up in `end_users` (INSERT_EVENTS, db/repositories/events.ts), for every event at once. */
+/** What the insert of events keeps up in `end_users` (INSERT_EVENTS, db/repositories/events-rows.ts), for every event at once. */
 const END_USERS = `
   insert into end_users (project_id, user_id, first_seen, last_seen, event_count)
   select project_id, user_id, min(timestamp), max(timestamp), count(*) from events where user_id is not null group by 1, 2`;

@@ -208,8 +208,8 @@ export interface Plan {
   generic: string;
 }
 
-type EventsRepository = typeof import('../server/src/db/repositories/events.js');
-type CountsRepository = typeof import('../server/src/db/repositories/event-counts.js');
+type EventsRepository = typeof import('../server/src/db/repositories/events-rows.js');
+type CountsRepository = typeof import('../server/src/db/repositories/event-counts-rows.js');
 
 function literal(client: pg.Client, value: unknown): string {
   if (typeof value === 'number') return String(value);

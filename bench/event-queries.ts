@@ -20,7 +20,7 @@
  * one of five rare words, so each of them is in about one event in 100,000. Then `event_counts` and
  * `end_users` are filled from the events of all three by one aggregate insert each, the migration's
  * own backfill statement (Migration20261129000000) and what the insert of events keeps up
- * (db/repositories/events.ts), and everything is analysed. The queries' ranges end where the fill
+ * (db/repositories/events-rows.ts), and everything is analysed. The queries' ranges end where the fill
  * does, so a week of hours is the full-week project's 169 hours however long the fill took.
  *
  * Which 1,000-event project the counts' "within 1.2×" is held to: a counts answer costs about one

@@ -1,7 +1,7 @@
 /** Who is signed in: `users.me` through the query cache, and the ways in and out. */
 import { useQuery, useQueryClient, type QueryClient } from '@tanstack/react-query';
 import { sb, type User } from './api.ts';
-import { meQuery, setMe } from './queries/account.ts';
+import { meQuery, setMe } from './queries/account-queries.ts';
 
 /** The signed-in user; `user` null when there is none. */
 export function useMe(): { user: User | null | undefined; error: unknown; isLoading: boolean } {

@@ -28,7 +28,7 @@ import { Maintenance } from './maintenance/prune.js';
 import { IconStore } from './storage/icons.js';
 import { S3Bucket } from './storage/s3.js';
 import type { ChangeShapes } from './domain/change-shapes.js';
-import { presentEvent, presentInsight, presentMember, presentProject } from './presenters/project.js';
+import { presentEvent, presentInsight, presentMember, presentProject } from './presenters/project-presenters.js';
 import { Deliverer, onEndpointsDisabled, Webhooks } from './webhooks/index.js';
 
 /**

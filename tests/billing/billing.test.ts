@@ -19,7 +19,7 @@ import {
   STRIPE_TIMEOUT_MS,
 } from '../../server/src/billing/index.js';
 import { connectionOptions } from '../../server/src/billing/stripe.js';
-import { WEBHOOK_BODY_LIMIT_BYTES } from '../../server/src/handlers/billing.js';
+import { WEBHOOK_BODY_LIMIT_BYTES } from '../../server/src/handlers/billing-routes.js';
 import { ApiError } from '../../server/src/errors.js';
 import type { RunningServer } from '../../server/src/server.js';
 import { secret, sql, startExtraServer } from '../support/harness.js';

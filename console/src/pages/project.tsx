@@ -2,14 +2,14 @@
  * /projects/{namespace}/…: the project's header and tabs, and its pages. The feed, the page a
  * project opens on, comes in this chunk (a chunk of its own cost one more round trip before the
  * first row, cold); the others are loaded when first shown (the charts page alone carries uPlot).
- * What the feed shows first is asked for by the shell before this chunk runs (queries/projects.ts).
+ * What the feed shows first is asked for by the shell before this chunk runs (queries/projects-queries.ts).
  */
 import { useQuery } from '@tanstack/react-query';
 import { lazy, Suspense } from 'preact/compat';
 import { Link, Route, Switch, useRoute } from 'wouter-preact';
 import { Avatar, ErrorNote, Loading, UserText } from '../ui.tsx';
 import Feed from './project/feed.tsx';
-import { projectQuery } from '../queries/projects.ts';
+import { projectQuery } from '../queries/projects-queries.ts';
 
 const Insights = lazy(() => import('./project/insights.tsx'));
 const Charts = lazy(() => import('./project/charts.tsx'));

@@ -4,8 +4,8 @@ import { useAction } from '../mutation.ts';
 import { useState } from 'preact/hooks';
 import { Link, useLocation } from 'wouter-preact';
 import { sb } from '../api.ts';
-import { invalidateReceivedInvites, receivedInvitesQuery } from '../queries/invites.ts';
-import { invalidateProjects, projectsQuery } from '../queries/projects.ts';
+import { invalidateReceivedInvites, receivedInvitesQuery } from '../queries/invites-queries.ts';
+import { invalidateProjects, projectsQuery } from '../queries/projects-queries.ts';
 import { useMe } from '../session.ts';
 import { Avatar, Empty, ErrorNote, Field, Form, IconPicker, Loading, PageTitle, UserText } from '../ui.tsx';
 

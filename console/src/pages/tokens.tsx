@@ -4,8 +4,8 @@ import { useAction } from '../mutation.ts';
 import { useState } from 'preact/hooks';
 import { sb, type Schemas } from '../api.ts';
 import { ago, formatTime } from '../format.ts';
-import { projectsQuery } from '../queries/projects.ts';
-import { invalidateTokens, tokensQuery } from '../queries/tokens.ts';
+import { projectsQuery } from '../queries/projects-queries.ts';
+import { invalidateTokens, tokensQuery } from '../queries/tokens-queries.ts';
 import { Empty, ErrorNote, Field, Form, isolatedText, Loading, UserText } from '../ui.tsx';
 
 type Scope = Schemas['ApiTokenScope'];

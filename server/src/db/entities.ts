@@ -72,7 +72,7 @@ export const ApiToken = defineEntity({
     expiresAt: timestamp().nullable(),
     /** `['all']`, or a set of the narrower scopes (a check constraint holds it). */
     scopes: p.array<ApiTokenScope>().columnType('text[]'),
-    /** Reaches only the projects of `api_token_projects` (repositories/accounts.ts), however few are left. */
+    /** Reaches only the projects of `api_token_projects` (repositories/accounts-rows.ts), however few are left. */
     limitedToProjects: p.boolean(),
   },
 });

@@ -16,7 +16,7 @@ import {
   plainProject,
   projectEntity,
   type ProjectRoleRow,
-} from '../db/repositories/projects.js';
+} from '../db/repositories/projects-rows.js';
 import { needsInviteFact, permit, permitProject, type ActingAs, type InviteeAction, type ProjectAction } from '../policies/project.js';
 import { Internal, projectNotFound } from '../errors.js';
 import type { Scope } from './scope.js';

@@ -15,7 +15,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ProjectInvite, User } from '../db/entities.js';
 import { lockProjectRow } from '../db/row-locks.js';
-import { deleteUserRow } from '../db/repositories/accounts.js';
+import { deleteUserRow } from '../db/repositories/accounts-rows.js';
 import {
   deleteInviteById,
   deleteMembership,
@@ -24,7 +24,7 @@ import {
   membershipsOf,
   ownedProjects,
   projectReference,
-} from '../db/repositories/projects.js';
+} from '../db/repositories/projects-rows.js';
 import { lockUser, transaction, writeChanges } from '../db/transaction.js';
 import { OwnsProjects } from '../errors.js';
 import { recordActivity, type ActivityType } from './activity.js';

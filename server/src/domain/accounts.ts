@@ -21,7 +21,7 @@ import {
   updateUserProfile,
   voidEmailChange,
   voidResetTokens,
-} from '../db/repositories/accounts.js';
+} from '../db/repositories/accounts-rows.js';
 import { InvalidInvite, InvalidRequest, Unauthenticated } from '../errors.js';
 import type { IconStore } from '../storage/icons.js';
 import { conflictOn } from '../db/unique.js';

@@ -2,7 +2,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Project, User } from '../db/entities.js';
 import { decodeCursor, type PageRequest } from '../db/page.js';
-import { activityPage, addActivityRecord, type ActivityRow } from '../db/repositories/activity.js';
+import { activityPage, addActivityRecord, type ActivityRow } from '../db/repositories/activity-rows.js';
 import type { Scope } from './scope.js';
 
 export type { ActivityRow };

@@ -35,8 +35,8 @@ import {
   projectIdWithSubscription,
   rememberSubscription,
   setProjectPlan,
-} from '../db/repositories/billing.js';
-import { getProjectAfresh } from '../db/repositories/projects.js';
+} from '../db/repositories/billing-rows.js';
+import { getProjectAfresh } from '../db/repositories/projects-rows.js';
 import { lockProject, transaction } from '../db/transaction.js';
 import { AlreadySubscribed, InvalidRequest, NoSubscription } from '../errors.js';
 import { confirmAccess } from './access.js';

@@ -7,8 +7,8 @@
  * changed it again. A module of its own, below both, so that neither imports the other for it.
  */
 import type { User } from '../db/entities.js';
-import type { EventRow } from '../db/repositories/events.js';
-import type { InsightView } from '../db/repositories/insights.js';
+import type { EventRow } from '../db/repositories/events-rows.js';
+import type { InsightView } from '../db/repositories/insights-rows.js';
 import type { ProjectView } from './project-view.js';
 
 export interface ChangeShapes {

@@ -23,8 +23,8 @@ import {
   touchSession,
   type CredentialKind,
   type CredentialRow,
-} from '../db/repositories/accounts.js';
-import { memberProjectIds } from '../db/repositories/projects.js';
+} from '../db/repositories/accounts-rows.js';
+import { memberProjectIds } from '../db/repositories/projects-rows.js';
 import { lockUser, ownTransaction, transaction } from '../db/transaction.js';
 import { InvalidRequest, NotFound, Unauthenticated, type ErrorDetail } from '../errors.js';
 import { isScopeSet, UNLIMITED, type Grant, type TokenScope } from '../policies/project.js';

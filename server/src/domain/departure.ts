@@ -20,8 +20,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { afterCommit } from '../db/commit-notices.js';
 import type { Project, User } from '../db/entities.js';
-import { forgetKeysIn } from '../db/repositories/idempotency.js';
-import { deleteInviteById, invitesSentIn } from '../db/repositories/projects.js';
+import { forgetKeysIn } from '../db/repositories/idempotency-rows.js';
+import { deleteInviteById, invitesSentIn } from '../db/repositories/projects-rows.js';
 import { disableEndpointsOf } from '../db/repositories/webhook-outbox.js';
 import { recordActivity } from './activity.js';
 

@@ -33,7 +33,7 @@ import {
   takeEmailRevert,
   voidEmailChange,
   voidResetTokens,
-} from '../db/repositories/accounts.js';
+} from '../db/repositories/accounts-rows.js';
 import { InvalidEmailToken } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { MailOutbox } from '../mail/outbox.js';

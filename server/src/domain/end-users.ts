@@ -1,7 +1,7 @@
 /** End users of the publisher's product: what the publisher recorded about them (identify) and when their events came. */
 import type { components } from '../../../spec/generated/openapi.js';
 import type { Project } from '../db/entities.js';
-import { findEndUser, mergeEndUserProperties, type EndUserRow } from '../db/repositories/end-users.js';
+import { findEndUser, mergeEndUserProperties, type EndUserRow } from '../db/repositories/end-users-rows.js';
 import { InvalidRequest, NotFound } from '../errors.js';
 import { checkTags } from './events.js';
 import type { Scope } from './scope.js';

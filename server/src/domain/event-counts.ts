@@ -2,8 +2,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { operations } from '../../../spec/generated/openapi.js';
 import type { Project } from '../db/entities.js';
-import { bucketsBetween, countsPerFeed, isKnownZone, type CountInterval } from '../db/repositories/event-counts.js';
-import { feedsOf } from '../db/repositories/events.js';
+import { bucketsBetween, countsPerFeed, isKnownZone, type CountInterval } from '../db/repositories/event-counts-rows.js';
+import { feedsOf } from '../db/repositories/events-rows.js';
 import { InvalidRequest } from '../errors.js';
 
 export type CountsRequest = NonNullable<operations['countEvents']['parameters']['query']>;

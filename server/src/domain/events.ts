@@ -4,7 +4,7 @@ import { v7 } from 'uuid';
 import type { components, operations } from '../../../spec/generated/openapi.js';
 import type { Project, TagValue } from '../db/entities.js';
 import { decodeCursor, type PageRequest } from '../db/page.js';
-import { eventsPage, findFeed, insertEvents, publicationTargets, type EventRow } from '../db/repositories/events.js';
+import { eventsPage, findFeed, insertEvents, publicationTargets, type EventRow } from '../db/repositories/events-rows.js';
 import { lockProject, transaction } from '../db/transaction.js';
 import { InvalidRequest, NotFound } from '../errors.js';
 import { feedNotFound } from './feeds.js';
@@ -13,7 +13,7 @@ import { GroupCommit, type Outcome } from './group-commit.js';
 import type { Scope } from './scope.js';
 
 /** Where a new live stream of the project starts, and what it reads next. */
-export { eventsAfter, latestEventId, type EventRow } from '../db/repositories/events.js';
+export { eventsAfter, latestEventId, type EventRow } from '../db/repositories/events-rows.js';
 
 const MAX_TAGS = 20;
 const TAG_KEY = /^[a-z0-9-]{1,32}$/;

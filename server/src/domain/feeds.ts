@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { components } from '../../../spec/generated/openapi.js';
 import type { Feed, Project } from '../db/entities.js';
 import type { PageRequest } from '../db/page.js';
-import { countFeeds, deleteFeedRow, feedPage, findFeed, insertFeed, updateFeedFields } from '../db/repositories/events.js';
+import { countFeeds, deleteFeedRow, feedPage, findFeed, insertFeed, updateFeedFields } from '../db/repositories/events-rows.js';
 import { lockProject, transaction } from '../db/transaction.js';
 import { conflictOn } from '../db/unique.js';
 import { Conflict, NotFound } from '../errors.js';

@@ -3,7 +3,7 @@
  * the database is the store, and what pruning decides on whichever store holds the bytes.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { deleteUnreferencedIcons, iconBytes, recordIcon, releaseIcons } from '../db/repositories/icons.js';
+import { deleteUnreferencedIcons, iconBytes, recordIcon, releaseIcons } from '../db/repositories/icons-rows.js';
 import type { Icon, IconRows, PruneOptions } from '../storage/icons.js';
 import { inBatches } from './retention.js';
 import { transaction } from '../db/transaction.js';

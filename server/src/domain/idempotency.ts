@@ -22,7 +22,7 @@ import {
   type KeyClaim,
   type KeyScope,
   type StoredAnswer,
-} from '../db/repositories/idempotency.js';
+} from '../db/repositories/idempotency-rows.js';
 import { IdempotencyInProgress, IdempotencyKeyReused } from '../errors.js';
 
 export type { KeyScope, StoredAnswer };

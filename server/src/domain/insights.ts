@@ -19,7 +19,7 @@ import {
   insightValueType,
   updateInsightFields,
   type InsightView,
-} from '../db/repositories/insights.js';
+} from '../db/repositories/insights-rows.js';
 import { lockProject, ownTransaction, transaction } from '../db/transaction.js';
 import { InvalidRequest, NotFound, projectNotFound } from '../errors.js';
 import type { ProjectAccess } from './access.js';
@@ -148,7 +148,7 @@ const MAX_GROUP_INCREMENTS = 1_000;
 /**
  * Increments of one insight (per database, project and insight id, in this process) stored in groups
  * (group-commit.ts): the first is stored at once; those arriving meanwhile go together, in arrival
- * order, as the next group, in one statement that is its own transaction (repositories/insights.ts
+ * order, as the next group, in one statement that is its own transaction (repositories/insights-rows.ts
  * `incrementInsightGroup`). Instances sharing a database need no turn-taking: the statement adds
  * the group's sum to the value as the row holds it.
  */

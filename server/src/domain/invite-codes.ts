@@ -4,8 +4,8 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { anyUser } from '../db/repositories/accounts.js';
-import { allInviteCodes, insertInviteCode, takeInviteCodeUse } from '../db/repositories/invite-codes.js';
+import { anyUser } from '../db/repositories/accounts-rows.js';
+import { allInviteCodes, insertInviteCode, takeInviteCodeUse } from '../db/repositories/invite-codes-rows.js';
 
 /** Input that breaks a rule below; its message is fit to show to the operator as is. */
 export class InviteCodeInputError extends Error {}

@@ -9,8 +9,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { components } from '../../../spec/generated/openapi.js';
 import type { Insight, Project } from '../db/entities.js';
-import { findFeed } from '../db/repositories/events.js';
-import { oldestInsightTitled } from '../db/repositories/insights.js';
+import { findFeed } from '../db/repositories/events-rows.js';
+import { oldestInsightTitled } from '../db/repositories/insights-rows.js';
 import { lockProject, transaction } from '../db/transaction.js';
 import { InvalidRequest } from '../errors.js';
 import type { ProjectAccess } from './access.js';

@@ -6,7 +6,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Project, ProjectInvite, User } from '../db/entities.js';
 import type { PageRequest } from '../db/page.js';
-import { findUserByUsername } from '../db/repositories/accounts.js';
+import { findUserByUsername } from '../db/repositories/accounts-rows.js';
 import {
   addInvite,
   addMembership,
@@ -22,7 +22,7 @@ import {
   projectInvitePage,
   receivedInvitePage,
   setMemberRole,
-} from '../db/repositories/projects.js';
+} from '../db/repositories/projects-rows.js';
 import { lockUserRow } from '../db/row-locks.js';
 import { lockProject, lockUser, transaction, writeChanges } from '../db/transaction.js';
 import { Conflict, Forbidden, NotFound } from '../errors.js';

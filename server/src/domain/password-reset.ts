@@ -20,7 +20,7 @@ import {
   setPasswordHash,
   takeResetToken,
   voidEmailChange,
-} from '../db/repositories/accounts.js';
+} from '../db/repositories/accounts-rows.js';
 import { InvalidResetToken } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { MailOutbox } from '../mail/outbox.js';

@@ -3,9 +3,9 @@
  * its own, below projects.ts, so that the modules projects.ts uses (access.ts, the change shapes)
  * can name it without importing projects.ts.
  */
-import type { ProjectContents, ProjectFields } from '../db/repositories/projects.js';
+import type { ProjectContents, ProjectFields } from '../db/repositories/projects-rows.js';
 
-export type { FeedRow, MemberRow, ProjectFields } from '../db/repositories/projects.js';
+export type { FeedRow, MemberRow, ProjectFields } from '../db/repositories/projects-rows.js';
 
 /**
  * A project with what its answer shows. Members and feeds are plain rows, not managed entities: an

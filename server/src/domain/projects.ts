@@ -16,7 +16,7 @@ import {
   getProjectAfresh,
   memberProjectsPage,
   projectContentsWithin,
-} from '../db/repositories/projects.js';
+} from '../db/repositories/projects-rows.js';
 import { lockProject, lockUser, transaction, writeChanges } from '../db/transaction.js';
 import { conflictOn } from '../db/unique.js';
 import type { IconStore } from '../storage/icons.js';

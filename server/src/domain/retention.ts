@@ -6,9 +6,9 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { deleteExpiredKeys } from '../db/repositories/idempotency.js';
-import { deleteStripeEventsBefore } from '../db/repositories/billing.js';
-import { deleteEventsWithIdBelow } from '../db/repositories/events.js';
+import { deleteExpiredKeys } from '../db/repositories/idempotency-rows.js';
+import { deleteStripeEventsBefore } from '../db/repositories/billing-rows.js';
+import { deleteEventsWithIdBelow } from '../db/repositories/events-rows.js';
 import { deleteSettledDeliveries } from '../db/repositories/webhook-outbox.js';
 import { KEY_LIFETIME_MS } from './idempotency.js';
 

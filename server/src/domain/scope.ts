@@ -6,7 +6,7 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { User } from '../db/entities.js';
-import type { CredentialKind } from '../db/repositories/accounts.js';
+import type { CredentialKind } from '../db/repositories/accounts-rows.js';
 import type { Grant } from '../policies/project.js';
 
 /** Who asks: the credential a request presented, resolved (credentials.ts `resolveToken`). */

@@ -5,7 +5,7 @@
  * stream on its own would make every heartbeat a burst of queries that slows everyone else's requests.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { viewersStillAllowedAmong, type StreamViewer } from '../db/repositories/projects.js';
+import { viewersStillAllowedAmong, type StreamViewer } from '../db/repositories/projects-rows.js';
 
 export type { StreamViewer };
 

@@ -1,7 +1,7 @@
 /** Every operation of the contract, by operationId: an operation added to the contract without its handler does not compile. */
 import type { Handlers } from '../http/handler-types.js';
-import { createApiToken, deleteApiToken, listApiTokens, login, logout, signup } from './auth.js';
-import { getHealth, getOpenApi, getReadiness, getRoot } from './meta.js';
+import { createApiToken, deleteApiToken, listApiTokens, login, logout, signup } from './auth-routes.js';
+import { getHealth, getOpenApi, getReadiness, getRoot } from './meta-routes.js';
 import {
   changeEmail,
   changePassword,
@@ -10,19 +10,19 @@ import {
   getCurrentUser,
   revertEmailChange,
   updateCurrentUser,
-} from './users.js';
-import { listActivity } from './activity.js';
-import { createCheckoutSession, createPortalSession, stripeWebhook } from './billing.js';
-import { countEvents, listEvents, publishEvent, publishEvents, streamEvents } from './events.js';
-import { getEndUser, identifyEndUser } from './end-users.js';
-import { createFeed, deleteFeed, listFeeds, updateFeed } from './feeds.js';
-import { createInsight, deleteInsight, listInsights, updateInsight } from './insights.js';
-import { acceptInvite, createInvite, deleteInvite, listInvites, listReceivedInvites } from './invites.js';
-import { logsnagIdentify, logsnagIncrementInsight, logsnagLog, logsnagSetInsight } from './logsnag.js';
-import { removeMember } from './members.js';
-import { confirmPasswordReset, requestPasswordReset } from './password-reset.js';
-import { createProject, deleteProject, getProject, listProjects, transferOwnership, updateProject } from './projects.js';
-import { deleteSession, listSessions } from './sessions.js';
+} from './users-routes.js';
+import { listActivity } from './activity-routes.js';
+import { createCheckoutSession, createPortalSession, stripeWebhook } from './billing-routes.js';
+import { countEvents, listEvents, publishEvent, publishEvents, streamEvents } from './events-routes.js';
+import { getEndUser, identifyEndUser } from './end-users-routes.js';
+import { createFeed, deleteFeed, listFeeds, updateFeed } from './feeds-routes.js';
+import { createInsight, deleteInsight, listInsights, updateInsight } from './insights-routes.js';
+import { acceptInvite, createInvite, deleteInvite, listInvites, listReceivedInvites } from './invites-routes.js';
+import { logsnagIdentify, logsnagIncrementInsight, logsnagLog, logsnagSetInsight } from './logsnag-routes.js';
+import { removeMember } from './members-routes.js';
+import { confirmPasswordReset, requestPasswordReset } from './password-reset-routes.js';
+import { createProject, deleteProject, getProject, listProjects, transferOwnership, updateProject } from './projects-routes.js';
+import { deleteSession, listSessions } from './sessions-routes.js';
 import {
   createWebhook,
   deleteWebhook,

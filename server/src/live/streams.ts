@@ -31,7 +31,7 @@ import type { Logger } from 'pino';
 import { eventsAfter, latestEventId } from '../domain/events.js';
 import type { StreamViewer } from '../domain/stream-access.js';
 import { TooManyStreams } from '../errors.js';
-import { presentEvent } from '../presenters/project.js';
+import { presentEvent } from '../presenters/project-presenters.js';
 import type { BusMessage } from '../db/commit-notices.js';
 import type { EventBus } from './bus.js';
 

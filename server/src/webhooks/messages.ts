@@ -18,7 +18,7 @@
 import { Webhook } from 'standardwebhooks';
 import type { components } from '../../../spec/generated/openapi.js';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { eventsByIds } from '../db/repositories/events.js';
+import { eventsByIds } from '../db/repositories/events-rows.js';
 import type { ClaimedDelivery, WebhookFormat, WebhookType } from '../db/repositories/webhook-outbox.js';
 import type { ChangeShapes } from '../domain/change-shapes.js';
 

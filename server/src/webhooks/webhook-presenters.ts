@@ -2,7 +2,7 @@
 import type { components } from '../../../spec/generated/openapi.js';
 import type { WebhookSettings } from '../config.js';
 import { MAX_PENDING, type DeliveryRow, type EndpointRow } from '../db/repositories/webhook-outbox.js';
-import { presentMember, type IconUrls } from '../presenters/project.js';
+import { presentMember, type IconUrls } from '../presenters/project-presenters.js';
 import type { AttemptResult } from './send.js';
 import { shownUrl } from './url-mask.js';
 

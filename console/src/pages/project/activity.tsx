@@ -2,7 +2,7 @@
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { Fragment } from 'preact';
 import { ago, formatTime } from '../../format.ts';
-import { activityQuery } from '../../queries/activity.ts';
+import { activityQuery } from '../../queries/activity-queries.ts';
 import { Empty, ErrorNote, Loading, PageTitle, UserText } from '../../ui.tsx';
 import type { ProjectPageProps } from './page-props.ts';
 

@@ -9,7 +9,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import type { Schemas } from '../../api.ts';
-import { countsQuery, zone } from '../../queries/counts.ts';
+import { countsQuery, zone } from '../../queries/counts-queries.ts';
 import { Empty, ErrorNote, Loading, PageTitle, UserText } from '../../ui.tsx';
 import type { ProjectPageProps } from './page-props.ts';
 

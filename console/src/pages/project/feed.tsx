@@ -8,7 +8,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { useSearchParams } from 'wouter-preact';
 import type { Event } from '../../api.ts';
 import { Empty, ErrorNote, Field, Form, isolatedText, Loading, PageTitle } from '../../ui.tsx';
-import { filtersOf, historyQuery, keepFirstHistoryPage } from '../../queries/events.ts';
+import { filtersOf, historyQuery, keepFirstHistoryPage } from '../../queries/events-queries.ts';
 import type { ProjectPageProps } from './page-props.ts';
 import { EventList } from './event-list.tsx';
 import { matches, type Filters } from './filters.ts';

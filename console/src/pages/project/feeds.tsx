@@ -2,7 +2,7 @@
 import { useAction } from '../../mutation.ts';
 import { useState } from 'preact/hooks';
 import { sb, type Feed } from '../../api.ts';
-import { useInvalidateProject } from '../../queries/projects.ts';
+import { useInvalidateProject } from '../../queries/projects-queries.ts';
 import { Emoji, ErrorNote, Field, Form, PageTitle, UserText } from '../../ui.tsx';
 import type { ProjectPageProps } from './page-props.ts';
 

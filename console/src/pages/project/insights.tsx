@@ -4,7 +4,7 @@ import { useAction } from '../../mutation.ts';
 import { useState } from 'preact/hooks';
 import { sb } from '../../api.ts';
 import { ago, formatTime, formatValue } from '../../format.ts';
-import { insightsQuery, invalidateInsights } from '../../queries/insights.ts';
+import { insightsQuery, invalidateInsights } from '../../queries/insights-queries.ts';
 import { Emoji, Empty, ErrorNote, Field, Form, Loading, PageTitle, UserText } from '../../ui.tsx';
 import type { ProjectPageProps } from './page-props.ts';
 

@@ -4,7 +4,7 @@ import { useAction } from '../../mutation.ts';
 import { useState } from 'preact/hooks';
 import { useLocation } from 'wouter-preact';
 import { errorMessage, isApiError, sb, statusOf } from '../../api.ts';
-import { projectChanged, projectGone } from '../../queries/projects.ts';
+import { projectChanged, projectGone } from '../../queries/projects-queries.ts';
 import { useMe } from '../../session.ts';
 import { ErrorNote, Field, Form, IconPicker, Notice, PageTitle, UserText } from '../../ui.tsx';
 import type { ProjectPageProps } from './page-props.ts';

@@ -9,8 +9,8 @@ import { useId, useState } from 'preact/hooks';
 import { sb, type Project, type Schemas } from '../../api.ts';
 import { ago, formatDuration, formatTime, formatValue } from '../../format.ts';
 import { useAction } from '../../mutation.ts';
-import { serviceQuery } from '../../queries/service.ts';
-import { deliveriesQuery, invalidateDeliveries, useInvalidateWebhooks, webhooksQuery } from '../../queries/webhooks.ts';
+import { serviceQuery } from '../../queries/service-queries.ts';
+import { deliveriesQuery, invalidateDeliveries, useInvalidateWebhooks, webhooksQuery } from '../../queries/webhooks-queries.ts';
 import { Empty, ErrorNote, Field, Form, Loading, PageTitle, UserText } from '../../ui.tsx';
 import type { ProjectPageProps } from './page-props.ts';
 

@@ -3,7 +3,7 @@ import { Migration } from '@mikro-orm/migrations';
 /**
  * `icons.recorded_by`: the user whose change stored or used the icon last (null for icons stored
  * before, or moved from disk). That user's next icon change deletes it once nothing refers to it
- * (db/repositories/icons.ts `releaseIcons`), so that replacing icons in a loop does not pile them up
+ * (db/repositories/icons-rows.ts `releaseIcons`), so that replacing icons in a loop does not pile them up
  * until the prune. No foreign key: a deleted user's id is never reused, so it names nobody, and a
  * user's deletion need not touch the icons it stored.
  *

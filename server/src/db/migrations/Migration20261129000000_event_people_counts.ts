@@ -11,7 +11,7 @@ import { Migration } from '@mikro-orm/migrations';
  * `events_search_index`: the words of `event` and `description` for `q=`, as PostgreSQL full-text
  * search with the `simple` configuration (lower-cased whole words, no stemming, no stop words:
  * docs/decisions.md says why not trigrams). An expression index, so the table is not rewritten and
- * the query must spell the same expression (db/repositories/events.ts).
+ * the query must spell the same expression (db/repositories/events-rows.ts).
  *
  * `event_counts`: how many events each feed stored per minute (`span` 60) and per quarter hour
  * (`span` 900) of the events' `timestamp`, written by the statement that inserts the events. Hour

@@ -5,9 +5,9 @@ import { Migration } from '@mikro-orm/migrations';
  * or days reads one row per feed and bucket instead of 4 or 96 quarter hours: on a project of 10
  * million events, 30 day buckets of 5 feeds read 14,400 quarter hours (30–90 ms of the statement
  * alone) against 155 days (bench/event-queries-results.md). The statement that inserts the events
- * writes them like the others (db/repositories/events.ts); day buckets sum days where every
+ * writes them like the others (db/repositories/events-rows.ts); day buckets sum days where every
  * midnight is UTC's, hours where every one is on a whole hour, and quarter hours elsewhere
- * (db/repositories/event-counts.ts).
+ * (db/repositories/event-counts-rows.ts).
  *
  * Filled here from the quarter hours, not from the events: retention has deleted events whose
  * counts stay. Adding the check takes the table's exclusive lock for the transaction, so no insert

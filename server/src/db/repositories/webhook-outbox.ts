@@ -2,7 +2,7 @@
  * The webhooks aggregate: a project's endpoints, and the deliveries queued for them (the outbox,
  * docs/decisions.md, Webhooks). Every read and write of `webhook_endpoints` and
  * `webhook_deliveries` is here, the part of the events' insert that queues their deliveries
- * included (`QUEUE_EVENT_DELIVERIES`, which db/repositories/events.ts puts in its statement).
+ * included (`QUEUE_EVENT_DELIVERIES`, which db/repositories/events-rows.ts puts in its statement).
  *
  * Invariants the statements keep together (the migration says what each column holds):
  * - `pending` is the number of the endpoint's deliveries in state `pending`: what queues adds to
@@ -296,7 +296,7 @@ const QUEUE_MATCHED = `queued as (
   ), paused_noticed as (${disabledNotices('counted where paused', "'backlog'")})`;
 
 /**
- * The part of the events' insert (db/repositories/events.ts, `INSERT_EVENTS`) that queues an
+ * The part of the events' insert (db/repositories/events-rows.ts, `INSERT_EVENTS`) that queues an
  * `event.created` delivery for every endpoint whose filter an inserted event passes, in the same
  * statement: a delivery exists exactly when its event does. Reads the CTE `inserted` (id,
  * project_id, feed_id, tags, notify of each event) and adds the CTEs `matched`, `queued` and `counted`.

@@ -1,6 +1,6 @@
 import type { Handler } from '../http/handler-types.js';
 import { projectAccess } from '../domain/access.js';
-import { presentCheckoutSession, presentPortalSession } from '../presenters/billing.js';
+import { presentCheckoutSession, presentPortalSession } from '../presenters/billing-presenters.js';
 
 /**
  * Stripe sends events of a few KiB; this bounds what an anonymous sender can make the service read

@@ -6,7 +6,7 @@
  */
 import { queryOptions, useQueryClient, type QueryClient } from '@tanstack/react-query';
 import { sb, type Project } from '../api.ts';
-import { filtersOf, historyQuery } from './events.ts';
+import { filtersOf, historyQuery } from './events-queries.ts';
 
 /** Every single project's key starts so: a change seen in all of them (the person's own username or icon) refreshes them all. */
 const eachProject = ['project'] as const;

@@ -3,7 +3,7 @@ import type { Handler } from '../http/handler-types.js';
 import type { Services } from '../services.js';
 import { callerFromHeader, SESSION_LIFETIME_SECONDS } from '../domain/credentials.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
-import { presentApiToken, presentCreatedApiToken, presentSessionGrant } from '../presenters/account.js';
+import { presentApiToken, presentCreatedApiToken, presentSessionGrant } from '../presenters/account-presenters.js';
 
 export const signup: Handler<'signup'> = async ({ body, authorization, device, em, services }) => {
   if (await callerFromHeader(em, authorization)) {

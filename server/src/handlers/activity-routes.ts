@@ -1,7 +1,7 @@
 import type { Handler } from '../http/handler-types.js';
 import { projectAccess } from '../domain/access.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
-import { presentActivity } from '../presenters/project.js';
+import { presentActivity } from '../presenters/project-presenters.js';
 
 export const listActivity: Handler<'listActivity'> = async ({ params, query, caller, em, services }) => {
   const { projectId } = await projectAccess({ em, caller }, params.namespace, 'activity.list');

@@ -1,6 +1,6 @@
 import type { Handler } from '../http/handler-types.js';
 import { EMAIL_CHANGE_REQUESTED_MESSAGE } from '../domain/email-change.js';
-import { presentUser } from '../presenters/account.js';
+import { presentUser } from '../presenters/account-presenters.js';
 
 export const getCurrentUser: Handler<'getCurrentUser'> = async ({ caller, services }) => ({
   status: 200,

@@ -13,7 +13,7 @@ import { Feed, Project, ProjectInvite, ProjectMember, type User } from '../entit
 import { afterCommit } from '../commit-notices.js';
 import { findPage, type PageRequest } from '../page.js';
 import { mapRow, plainRow, query, selectColumns, sqlOnce } from '../raw.js';
-import { liveCredential, type CredentialKind } from './accounts.js';
+import { liveCredential, type CredentialKind } from './accounts-rows.js';
 
 /** A member's role in a project (the `project_members.role` column's values). */
 export type MemberRole = ProjectMember['role'];

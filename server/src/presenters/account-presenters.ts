@@ -4,7 +4,7 @@
  */
 import type { components } from '../../../spec/generated/openapi.js';
 import type { ApiToken, Session, User } from '../db/entities.js';
-import type { IconUrls } from './project.js';
+import type { IconUrls } from './project-presenters.js';
 
 type Schemas = components['schemas'];
 

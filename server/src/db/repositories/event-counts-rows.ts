@@ -1,6 +1,6 @@
 /**
  * Counts of a project's events over time, read from `event_counts` (written with the events by
- * db/repositories/events.ts, per minute, quarter hour, hour and UTC day): minute rows answer minute
+ * db/repositories/events-rows.ts, per minute, quarter hour, hour and UTC day): minute rows answer minute
  * buckets; hour and day buckets sum the longest rows that fit them in their time zone
  * (`countsPerFeed`). Per feed and bucket a chart reads one row in UTC; in another zone on whole
  * hours one per hour bucket and 24 per day bucket; in a zone a half or three-quarter hour off, 4 per

@@ -1,6 +1,6 @@
 import type { Handler } from '../http/handler-types.js';
 import { projectAccess } from '../domain/access.js';
-import { presentEndUser } from '../presenters/project.js';
+import { presentEndUser } from '../presenters/project-presenters.js';
 
 export const identifyEndUser: Handler<'identifyEndUser'> = async ({ params, body, caller, em, services }) => {
   const { project } = await projectAccess({ em, caller }, params.namespace, 'end-user.identify');

@@ -1,7 +1,7 @@
 import type { Handler } from '../http/handler-types.js';
 import { projectAccess } from '../domain/access.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
-import { presentInsight } from '../presenters/project.js';
+import { presentInsight } from '../presenters/project-presenters.js';
 
 export const createInsight: Handler<'createInsight'> = async ({ params, body, caller, em, services }) => {
   const { project } = await projectAccess({ em, caller }, params.namespace, 'insight.create');

@@ -93,7 +93,7 @@ export type IncrementGroupResult =
 // none when u changed nothing), and each increment's value as if they had run one after another:
 // the total, minus the group's sum, plus the amounts up to and including it. All in numeric, as a
 // single increment is computed, so 0.1 + 0.2 answers 0.3. One `insight.updated` webhook delivery
-// for the group (db/repositories/webhook-outbox.ts), `data` the insight as presenters/project.ts
+// for the group (db/repositories/webhook-outbox.ts), `data` the insight as presenters/project-presenters.ts
 // `presentInsight` shows it after the group (times as JavaScript's toISOString writes them).
 const ISO = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 const INSIGHT_AS_SHOWN = `(select jsonb_build_object('id', u.id, 'title', u.title, 'value', to_jsonb(u.total), 'emoji', u.emoji,

@@ -1,7 +1,7 @@
 /** LogSnag compatibility (spec/logsnag.tsp): the project named in the body, then the native routes' rules through the LogSnag module (domain/logsnag.ts). */
 import type { Handler } from '../http/handler-types.js';
 import { projectAccess } from '../domain/access.js';
-import { presentEndUser, presentEvent, presentInsight } from '../presenters/project.js';
+import { presentEndUser, presentEvent, presentInsight } from '../presenters/project-presenters.js';
 
 export const logsnagLog: Handler<'logsnagLog'> = async ({ body, caller, em, services }) => {
   const { project } = await projectAccess({ em, caller }, body.project, 'event.publish');

@@ -2,7 +2,7 @@ import type { Handler } from '../http/handler-types.js';
 import { projectAccess } from '../domain/access.js';
 import { feedNamed } from '../domain/feeds.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
-import { presentEvent, presentEventCounts } from '../presenters/project.js';
+import { presentEvent, presentEventCounts } from '../presenters/project-presenters.js';
 
 export const publishEvent: Handler<'publishEvent'> = async ({ params, body, caller, em, services }) => {
   const { project } = await projectAccess({ em, caller }, params.namespace, 'event.publish');

@@ -1,7 +1,7 @@
 import type { Handler } from '../http/handler-types.js';
 import { projectAccess, projectView } from '../domain/access.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
-import { presentProject } from '../presenters/project.js';
+import { presentProject } from '../presenters/project-presenters.js';
 
 export const createProject: Handler<'createProject'> = async ({ body, caller, em, services }) => {
   const project = await services.projects.create({ em, caller }, body);

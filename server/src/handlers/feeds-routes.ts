@@ -1,7 +1,7 @@
 import type { Handler } from '../http/handler-types.js';
 import { projectAccess } from '../domain/access.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
-import { presentFeed } from '../presenters/project.js';
+import { presentFeed } from '../presenters/project-presenters.js';
 
 export const listFeeds: Handler<'listFeeds'> = async ({ params, query, caller, em, services }) => {
   const { project } = await projectAccess({ em, caller }, params.namespace, 'feed.list');

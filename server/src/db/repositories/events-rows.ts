@@ -152,7 +152,7 @@ const EVENTS_INSERT = unnestInsert<NewEvent, { projectId: string; createdAt: Dat
 // One statement, so one round trip whatever it keeps up: the events (EVENTS_INSERT: the columns as
 // arrays, one text whatever the count, so it is prepared once), then from the rows inserted, the feeds' counts
 // per minute, quarter hour, hour and UTC day of the events' timestamps (what a chart's buckets sum:
-// db/repositories/event-counts.ts), and the end users' first and last
+// db/repositories/event-counts-rows.ts), and the end users' first and last
 // events and number of events, and the webhook deliveries the events' endpoints are owed
 // (db/repositories/webhook-outbox.ts). All are written with the events, in their transaction: no
 // crash or race can leave one without the other.

@@ -1,7 +1,7 @@
 import type { Handler } from '../http/handler-types.js';
 import { inviteeAccess, projectAccess } from '../domain/access.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
-import { presentInvite, presentProject, presentReceivedInvite } from '../presenters/project.js';
+import { presentInvite, presentProject, presentReceivedInvite } from '../presenters/project-presenters.js';
 
 export const createInvite: Handler<'createInvite'> = async ({ params, body, caller, em, services }) => {
   const { project } = await projectAccess({ em, caller }, params.namespace, 'invite.create');

@@ -1,6 +1,6 @@
 import type { Handler } from '../http/handler-types.js';
 import { pageRequest, toPage } from '../domain/pagination.js';
-import { presentSession } from '../presenters/account.js';
+import { presentSession } from '../presenters/account-presenters.js';
 
 export const listSessions: Handler<'listSessions'> = async ({ query, caller, em, services }) => {
   const page = pageRequest(query);

@@ -402,7 +402,7 @@ export async function setEmail(
   return row;
 }
 
-// ---------- An account's delete (domain/account-deletion.ts; its projects are in repositories/projects.ts) ----------
+// ---------- An account's delete (domain/account-deletion.ts; its projects are in repositories/projects-rows.ts) ----------
 
 /** Deletes the user's row, taking its sessions and API tokens with it by the schema's cascades (activity it wrote keeps existing, its actor set to null). */
 export async function deleteUserRow(tx: EntityManager, userId: string): Promise<void> {

@@ -1,7 +1,7 @@
 /**
  * A project's end users (`end_users`): the properties the publisher recorded for them, and their
  * first and last event and number of events, which the insert of events keeps up
- * (db/repositories/events.ts).
+ * (db/repositories/events-rows.ts).
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { TagValue } from '../entities.js';
