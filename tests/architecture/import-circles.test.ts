@@ -1,6 +1,6 @@
 /**
  * No import circle in the server's nor the console's sources: a module is read before what imports
- * it, so each folder's files form a tree of layers (docs/decisions.md). A type shared by two
+ * it, so each folder's files form a tree of layers (docs/architecture.md). A type shared by two
  * modules that import each other moves down into a module of its own. Type-only and lazy (`import()`)
  * imports count: they tie the two modules together as much as any other.
  */

@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Webhook endpoints and their deliveries: an outbox in the service's own tables (docs/decisions.md,
+ * Webhook endpoints and their deliveries: an outbox in the service's own tables (docs/architecture.md,
  * Webhooks).
  *
  * `webhook_endpoints`: the filter's lists are empty for "everything"; `pending` counts the

@@ -1,6 +1,6 @@
 /**
  * The webhooks aggregate: a project's endpoints, and the deliveries queued for them (the outbox,
- * docs/decisions.md, Webhooks). Every read and write of `webhook_endpoints` and
+ * docs/architecture.md, Webhooks). Every read and write of `webhook_endpoints` and
  * `webhook_deliveries` is here, the part of the events' insert that queues their deliveries
  * included (`QUEUE_EVENT_DELIVERIES`, which db/repositories/events-rows.ts puts in its statement).
  *
