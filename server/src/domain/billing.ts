@@ -280,13 +280,7 @@ export interface SubscriptionsDeps {
 
 /** Projects' plans: Stripe's events applied, checkouts started, the customer portal opened. */
 export class Subscriptions {
-  private readonly billing: PlanSessions & SubscriptionCanceller;
-  private readonly priceTiers: ReadonlyMap<string, number>;
-
-  constructor({ billing, priceTiers }: SubscriptionsDeps) {
-    this.billing = billing;
-    this.priceTiers = priceTiers;
-  }
+  constructor(private readonly deps: SubscriptionsDeps) {}
 
   /**
    * Applies one verified event, at most once per event id, in one transaction (run again, whole,
@@ -300,11 +294,11 @@ export class Subscriptions {
       if (!(await claimStripeEvent(tx, event.id, event.type, new Date()))) return { outcome: 'duplicate' };
       switch (event.type) {
         case 'checkout.session.completed':
-          return completeCheckout(tx, this.billing, event);
+          return completeCheckout(tx, this.deps.billing, event);
         case 'customer.subscription.created':
         case 'customer.subscription.updated':
         case 'customer.subscription.deleted':
-          return followSubscription(tx, this.priceTiers, event);
+          return followSubscription(tx, this.deps.priceTiers, event);
         default:
           return { outcome: 'ignored', reason: 'event type not handled' };
       }
@@ -323,8 +317,8 @@ export class Subscriptions {
     tier: number,
     clientKey: string | undefined,
   ): Promise<{ id: string; url: string }> {
-    this.billing.assertCheckoutOn();
-    const price = priceOfTier(this.priceTiers, tier);
+    this.deps.billing.assertCheckoutOn();
+    const price = priceOfTier(this.deps.priceTiers, tier);
     if (price === undefined) {
       throw new InvalidRequest('No plan is sold for this tier.', [
         { path: '/body/tier', message: 'no Stripe price is configured for this tier' },
@@ -333,14 +327,14 @@ export class Subscriptions {
     const current = await asOwner(em, project, { id: caller.userId }, 'billing.checkout');
     if (current.billingId) throw new AlreadySubscribed();
     const idempotencyKey = stripeIdempotencyKey('checkout', caller.userId, project.id, clientKey);
-    return this.billing.createCheckoutSession({ projectId: current.id, price, idempotencyKey });
+    return this.deps.billing.createCheckoutSession({ projectId: current.id, price, idempotencyKey });
   }
 
   /** Opens the customer portal for the project's subscription: 503 when billing is off, 409 without a subscription; `clientKey` as for `checkout`. */
   async portal({ em, caller }: Scope, project: Pick<Project, 'id'>, clientKey: string | undefined): Promise<{ url: string }> {
-    this.billing.assertPortalOn();
+    this.deps.billing.assertPortalOn();
     const current = await asOwner(em, project, { id: caller.userId }, 'billing.portal');
     if (!current.billingId) throw new NoSubscription();
-    return this.billing.createPortalSession(current.billingId, stripeIdempotencyKey('portal', caller.userId, project.id, clientKey));
+    return this.deps.billing.createPortalSession(current.billingId, stripeIdempotencyKey('portal', caller.userId, project.id, clientKey));
   }
 }

@@ -178,11 +178,7 @@ async function projectsOfMember(tx: EntityManager, userId: string, namespaces: s
 
 /** The caller's own credentials: its sessions and API tokens, listed and ended. The cap on API tokens comes with the module. */
 export class Credentials {
-  private readonly limits: Limits;
-
-  constructor({ limits }: { limits: Limits }) {
-    this.limits = limits;
-  }
+  constructor(private readonly deps: { limits: Limits }) {}
 
   /** Logout: ends the caller's session. The session row is also its device record, so deleting it forgets both. */
   async close({ em, caller }: Scope): Promise<void> {
@@ -206,7 +202,7 @@ export class Credentials {
       await lockUser(tx, user.id);
       const projectIds = projects && (await projectsOfMember(tx, user.id, projects));
       const tokens = await countApiTokens(tx, user.id);
-      refuseAtCap(this.limits, 'apiTokensPerUser', tokens, `You have ${tokens} API tokens`);
+      refuseAtCap(this.deps.limits, 'apiTokensPerUser', tokens, `You have ${tokens} API tokens`);
       const { token, tokenHash } = mintToken('api');
       const now = new Date();
       const apiToken = await insertApiToken(

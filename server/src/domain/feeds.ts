@@ -31,11 +31,7 @@ export type FeedChanges = components['schemas']['UpdateFeedRequest'];
 
 /** A project's feeds: list, add, rename, remove. The cap on feeds comes with the module. */
 export class Feeds {
-  private readonly limits: Limits;
-
-  constructor({ limits }: { limits: Limits }) {
-    this.limits = limits;
-  }
+  constructor(private readonly deps: { limits: Limits }) {}
 
   /** The project's feeds, newest first. */
   list({ em }: Scope, project: Project, page: PageRequest): Promise<Feed[]> {
@@ -51,7 +47,7 @@ export class Feeds {
       transaction(em, async (tx) => {
         await lockProject(tx, project.id, 'no key update');
         const feeds = await countFeeds(tx, project.id);
-        refuseAtCap(this.limits, 'feedsPerProject', feeds, `This project has ${feeds} feeds`);
+        refuseAtCap(this.deps.limits, 'feedsPerProject', feeds, `This project has ${feeds} feeds`);
         const feed = await insertFeed(tx, project, { name, description: description ?? null, emoji: emoji ?? null, type: type ?? 0 });
         recordActivity(tx, { project, actor: caller.user, type: 'feed.created', data: { feed: feed.name } });
         return feed;

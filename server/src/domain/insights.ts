@@ -48,13 +48,7 @@ export interface InsightsDeps {
 
 /** A project's insights: add, list, change, remove. The caps and the webhook shapes come with the module. */
 export class Insights {
-  private readonly limits: Limits;
-  private readonly shapes: ChangeShapes;
-
-  constructor({ limits, shapes }: InsightsDeps) {
-    this.limits = limits;
-    this.shapes = shapes;
-  }
+  constructor(private readonly deps: InsightsDeps) {}
 
   /** Adds an insight; 409 `limit_reached` when the project has as many as it may. */
   async create({ em, caller }: Scope, project: Project, input: InsightInput): Promise<Insight> {
@@ -64,7 +58,7 @@ export class Insights {
     return transaction(em, async (tx) => {
       await lockProject(tx, project.id, 'no key update');
       const insights = await countInsights(tx, project.id);
-      refuseAtCap(this.limits, 'insightsPerProject', insights, `This project has ${insights} insights`);
+      refuseAtCap(this.deps.limits, 'insightsPerProject', insights, `This project has ${insights} insights`);
       const insight = await insertInsight(tx, project, { title, value, emoji: emoji ?? null });
       recordActivity(tx, { project, actor: caller.user, type: 'insight.created', data: { insight_id: insight.id, title: insight.title } });
       return insight;
@@ -114,7 +108,7 @@ export class Insights {
       if (!insight) throw insightNotFound();
       const fields = (['title', 'value', 'emoji', 'increment'] as const).filter((field) => changes[field] !== undefined);
       recordActivity(tx, { project, actor: caller.user, type: 'insight.updated', data: { insight_id: id, fields } });
-      await queueChange(tx, project.id, 'insight.updated', this.shapes.insight(insight));
+      await queueChange(tx, project.id, 'insight.updated', this.deps.shapes.insight(insight));
       return insight;
     });
   }

@@ -44,17 +44,7 @@ export interface LogSnagDeps {
 
 /** LogSnag's four requests, each as the native route it maps onto. */
 export class LogSnag {
-  private readonly events: Events;
-  private readonly feeds: Feeds;
-  private readonly insights: Insights;
-  private readonly endUsers: EndUsers;
-
-  constructor({ events, feeds, insights, endUsers }: LogSnagDeps) {
-    this.events = events;
-    this.feeds = feeds;
-    this.insights = insights;
-    this.endUsers = endUsers;
-  }
+  constructor(private readonly deps: LogSnagDeps) {}
 
   /** `POST /v1/log`: the event published to its channel's feed, made on first use, through the service's one publisher. */
   async log(scope: Scope, project: Project, input: LogSnagLogInput): Promise<EventRow> {
@@ -74,7 +64,7 @@ export class LogSnag {
     // The publication's own checks first (the publisher repeats them): an event it refuses makes no feed.
     checkTags(tags ?? {});
     await this.feedOnFirstUse(scope, project, channel);
-    return this.events.publish(scope, project, channel, publication);
+    return this.deps.events.publish(scope, project, channel, publication);
   }
 
   /**
@@ -86,7 +76,7 @@ export class LogSnag {
     const _everyField: Record<string, never> = unhandled;
     const emoji = icon !== undefined ? { emoji: icon } : {};
     return this.insightTitled(scope, project, { title, value, ...emoji }, (tx, found) =>
-      this.insights.edit(within(scope, tx), project, found.id, { value, ...emoji }),
+      this.deps.insights.edit(within(scope, tx), project, found.id, { value, ...emoji }),
     );
   }
 
@@ -104,7 +94,7 @@ export class LogSnag {
     const insight = await this.insightTitled(scope, access.project, create, (_tx, found) => Promise.resolve(found));
     const emoji = icon !== undefined && icon !== insight.emoji ? { emoji: icon } : {};
     try {
-      return await this.insights.change(scope, access, insight.id, { increment: value.$inc, ...emoji });
+      return await this.deps.insights.change(scope, access, insight.id, { increment: value.$inc, ...emoji });
     } catch (error) {
       if (error instanceof InvalidRequest && error.details?.[0]?.path === '/body/increment') {
         throw InvalidRequest.field('/body/value/$inc', error.details[0].message);
@@ -117,7 +107,7 @@ export class LogSnag {
   identify(scope: Scope, project: Project, input: LogSnagIdentifyInput): Promise<EndUserRow> {
     const { project: _project, user_id, properties, ...unhandled } = input;
     const _everyField: Record<string, never> = unhandled;
-    return this.endUsers.record(scope, project, user_id, { properties });
+    return this.deps.endUsers.record(scope, project, user_id, { properties });
   }
 
   /**
@@ -131,7 +121,7 @@ export class LogSnag {
     await transaction(scope.em, async (tx) => {
       await lockProject(tx, project.id, 'no key update');
       if (await findFeed(tx, project.id, name)) return;
-      await this.feeds.create(within(scope, tx), project, { name });
+      await this.deps.feeds.create(within(scope, tx), project, { name });
     });
   }
 
@@ -151,7 +141,7 @@ export class LogSnag {
     return transaction(scope.em, async (tx) => {
       await lockProject(tx, project.id, 'no key update');
       const found = await oldestInsightTitled(tx, project.id, create.title);
-      return found ? then(tx, found) : this.insights.create(within(scope, tx), project, create);
+      return found ? then(tx, found) : this.deps.insights.create(within(scope, tx), project, create);
     });
   }
 }

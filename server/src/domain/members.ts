@@ -55,13 +55,7 @@ export interface MembersDeps {
 
 /** A project's members and invites: invite, accept, revoke or decline, leave or remove, hand over. */
 export class Members {
-  private readonly limits: Limits;
-  private readonly shapes: ChangeShapes;
-
-  constructor({ limits, shapes }: MembersDeps) {
-    this.limits = limits;
-    this.shapes = shapes;
-  }
+  constructor(private readonly deps: MembersDeps) {}
 
   /**
    * The owner removes a member, or a member removes itself (leaves). The owner stays. What the
@@ -83,7 +77,7 @@ export class Members {
       // First: the departing member's own endpoints are not sent its `member.left`.
       await endWhatTheMemberLeft(tx, { project, user: target.user });
       recordActivity(tx, { project, actor, type: leaving ? 'member.left' : 'member.removed', data: { username: target.user.username } });
-      await queueChange(tx, project.id, 'member.left', this.shapes.member(target.user, target.role));
+      await queueChange(tx, project.id, 'member.left', this.deps.shapes.member(target.user, target.role));
       await writeChanges(tx);
     });
   }
@@ -108,7 +102,7 @@ export class Members {
         throw new Conflict('already_invited', 'This user already has a pending invite to the project.');
       }
       const n = await countMembersAndInvites(tx, project.id);
-      refuseAtCap(this.limits, 'membersPerProject', n, `This project has ${n} members and pending invites`);
+      refuseAtCap(this.deps.limits, 'membersPerProject', n, `This project has ${n} members and pending invites`);
       const invite = addInvite(tx, project, invitee, actor);
       recordActivity(tx, { project, actor, type: 'invite.created', data: { username: invitee.username } });
       await writeChanges(tx);
@@ -142,7 +136,7 @@ export class Members {
       if (!(await deleteInviteById(tx, invite.id))) throw new NotFound('You have no pending invite to this project.');
       addMembership(tx, invite.project, invitee, 'member');
       recordActivity(tx, { project: invite.project, actor: invitee, type: 'member.joined', data: { username: invitee.username } });
-      await queueChange(tx, invite.project.id, 'member.joined', this.shapes.member(invitee, 'member'));
+      await queueChange(tx, invite.project.id, 'member.joined', this.deps.shapes.member(invitee, 'member'));
       await writeChanges(tx);
       return loadProject(tx, invite.project.id);
     });
@@ -192,7 +186,7 @@ export class Members {
       const next = await findMembership(tx, project.id, heir.id);
       if (!next) throw memberNotFound();
       const owned = await countOwnedProjects(tx, heir.id);
-      refuseAtCap(this.limits, 'projectsPerUser', owned, `${heir.username} owns ${owned} projects`);
+      refuseAtCap(this.deps.limits, 'projectsPerUser', owned, `${heir.username} owns ${owned} projects`);
       await setMemberRole(tx, owner.id, 'member');
       await setMemberRole(tx, next.id, 'owner');
       recordActivity(tx, { project, actor, type: 'project.owner_changed', data: { from: actor.username, to: heir.username } });

@@ -96,17 +96,7 @@ export interface ProjectsDeps {
 
 /** Projects: create, list, change, delete. The icons, the billing adapter, the caps and the webhook shapes come with the module. */
 export class Projects {
-  private readonly icons: IconStore;
-  private readonly billing: SubscriptionCanceller;
-  private readonly limits: Limits;
-  private readonly shapes: ChangeShapes;
-
-  constructor({ icons, billing, limits, shapes }: ProjectsDeps) {
-    this.icons = icons;
-    this.billing = billing;
-    this.limits = limits;
-    this.shapes = shapes;
-  }
+  constructor(private readonly deps: ProjectsDeps) {}
 
   /**
    * Creates a project owned by the caller, with its first feed; 409 `limit_reached` when the caller
@@ -118,18 +108,18 @@ export class Projects {
     const { name: givenName, namespace, icon: givenIcon, ...rest } = input;
     allFieldsHandled(rest);
     // A refused icon is refused before anything is written.
-    const icon = givenIcon === undefined ? undefined : await this.icons.parse(givenIcon, 'create', '/body/icon', owner.id);
+    const icon = givenIcon === undefined ? undefined : await this.deps.icons.parse(givenIcon, 'create', '/body/icon', owner.id);
     const name = givenName.trim();
     const create = () =>
       transaction(em, async (tx) => {
         await lockUser(tx, owner.id);
         const owned = await countOwnedProjects(tx, owner.id);
-        refuseAtCap(this.limits, 'projectsPerUser', owned, `You own ${owned} projects`);
+        refuseAtCap(this.deps.limits, 'projectsPerUser', owned, `You own ${owned} projects`);
         const project = addProject(tx, owner, { namespace, name, icon: icon?.sha256 ?? null });
         recordActivity(tx, { project, actor: owner, type: 'project.created', data: { namespace: project.namespace, name } });
         await writeChanges(tx);
         // After the write (which refuses a taken namespace), before the commit: a refused project stores no icon.
-        if (icon) await this.icons.save(tx, icon);
+        if (icon) await this.deps.icons.save(tx, icon);
         return loadProject(tx, project.id);
       });
     return conflictOn(create, NAMESPACE_TAKEN);
@@ -152,7 +142,7 @@ export class Projects {
     const actor = caller.user;
     const { name: givenName, namespace, icon: givenIcon, ...rest } = changes;
     allFieldsHandled(rest);
-    const icon = typeof givenIcon === 'string' ? await this.icons.parse(givenIcon, 'update', '/body/icon', actor.id) : undefined;
+    const icon = typeof givenIcon === 'string' ? await this.deps.icons.parse(givenIcon, 'update', '/body/icon', actor.id) : undefined;
     const update = () =>
       transaction(em, async (tx) => {
         await lockProject(tx, project.id, 'update');
@@ -176,9 +166,9 @@ export class Projects {
         if (Object.keys(changed).length > 0)
           recordActivity(tx, { project: current, actor, type: 'project.updated', data: { changes: changed } });
         await writeChanges(tx);
-        if (icon) await this.icons.save(tx, icon);
+        if (icon) await this.deps.icons.save(tx, icon);
         const view = await loadProject(tx, project.id);
-        if (Object.keys(changed).length > 0) await queueChange(tx, project.id, 'project.updated', this.shapes.project(view));
+        if (Object.keys(changed).length > 0) await queueChange(tx, project.id, 'project.updated', this.deps.shapes.project(view));
         return view;
       });
     return conflictOn(update, NAMESPACE_TAKEN);
@@ -200,7 +190,7 @@ export class Projects {
     await transaction(em, async (tx) => {
       await lockProject(tx, project.id, 'update');
       await confirmAccess(tx, project.id, caller.user, 'project.delete');
-      await deleteProjectIn(tx, this.billing, project.id);
+      await deleteProjectIn(tx, this.deps.billing, project.id);
     });
   }
 }

@@ -120,15 +120,7 @@ export interface WebhooksDeps {
 
 /** A project's webhook endpoints and their deliveries. */
 export class Webhooks {
-  private readonly settings: WebhookSettings;
-  private readonly limits: Limits;
-  private readonly deliverer: Deliverer;
-
-  constructor({ settings, limits, deliverer }: WebhooksDeps) {
-    this.settings = settings;
-    this.limits = limits;
-    this.deliverer = deliverer;
-  }
+  constructor(private readonly deps: WebhooksDeps) {}
 
   /** The project's endpoints, newest first (`limit + 1` for the page's `next_cursor`). */
   list({ em }: Scope, project: Project, page: PageRequest): Promise<EndpointRow[]> {
@@ -148,13 +140,13 @@ export class Webhooks {
   async create({ em, caller }: Scope, project: Project, input: WebhookInput): Promise<{ endpoint: EndpointRow; secret: string }> {
     const { url, description, format, filter, enabled, ...unhandled } = input;
     const _everyField: Record<string, never> = unhandled;
-    const checked = checkedUrl(url, this.settings);
+    const checked = checkedUrl(url, this.deps.settings);
     const secret = newSecret();
     return transaction(em, async (tx) => {
       await lockProject(tx, project.id, 'no key update');
       await lockMembership(tx, project.id, caller.userId);
       const count = await countEndpoints(tx, project.id);
-      refuseAtCap(this.limits, 'webhooksPerProject', count, `This project has ${count} webhook endpoints`);
+      refuseAtCap(this.deps.limits, 'webhooksPerProject', count, `This project has ${count} webhook endpoints`);
       const endpoint = await insertEndpoint(tx, {
         id: v7(),
         projectId: project.id,
@@ -184,7 +176,7 @@ export class Webhooks {
   async update({ em, caller }: Scope, project: Project, id: string, changes: WebhookChanges): Promise<EndpointRow> {
     const { url, description, format, filter, enabled, ...unhandled } = changes;
     const _everyField: Record<string, never> = unhandled;
-    const checked = url === undefined ? undefined : checkedUrl(url, this.settings);
+    const checked = url === undefined ? undefined : checkedUrl(url, this.deps.settings);
     return transaction(em, async (tx) => {
       await lockProject(tx, project.id, 'key share');
       await lockMembership(tx, project.id, caller.userId);
@@ -242,7 +234,7 @@ export class Webhooks {
     const endpoint = await endpointOf(em, project, id);
     const shown = shownUrl(endpoint.url, endpoint.format);
     const message: Message = { type: 'webhook.test', data: { message: `Signalboard test delivery to ${shown}` } };
-    return this.deliverer.attempt(
+    return this.deps.deliverer.attempt(
       { id: v7(), createdAt: new Date(), url: endpoint.url, format: endpoint.format, secrets: endpoint.secrets },
       message,
     );
@@ -262,11 +254,11 @@ export class Webhooks {
     const endpoint = await endpointOf(em, project, id);
     const delivery = await findDelivery(em, id, deliveryId);
     if (!delivery) throw new NotFound('No delivery with this id for this webhook endpoint.');
-    const message = (await this.deliverer.messagesOf(em, [delivery])).get(delivery.id);
+    const message = (await this.deps.deliverer.messagesOf(em, [delivery])).get(delivery.id);
     if (!message)
       throw new Conflict('event_expired', "This delivery's event is no longer stored (retention or its feed's delete removed it).");
     const at = new Date().toISOString();
-    const result = await this.deliverer.attempt(
+    const result = await this.deps.deliverer.attempt(
       { ...delivery, url: endpoint.url, format: endpoint.format, secrets: endpoint.secrets },
       message,
     );
