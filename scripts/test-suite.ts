@@ -12,8 +12,8 @@
  *
  * Options: `--shards N` (default TEST_SHARDS, else 2; 1 runs one process); `--ignore FILE` leaves that
  * file out; files given run instead of all of tests/; every other argument goes to each mocha.
- * Each line of a shard's output is prefixed with the shard's number; the exit status is non-zero
- * when any shard failed.
+ * Each line of a shard's output is prefixed with the shard's number, and a line says when each
+ * shard ended (`shard K of N ended after S s`); the exit status is non-zero when any shard failed.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -109,8 +109,16 @@ const outputs = mkdtempSync(path.join(os.tmpdir(), 'signalboard-durations-'));
 console.log(
   `${invocation.files.length} test files in ${shards.length} shard(s) of ${shards.map((files) => files.length).join(', ')} files`,
 );
+const started = performance.now();
+// Each shard says when it ends, so that a caller (CI) can start other work as soon as one does.
 const statuses = await Promise.all(
-  shards.map((files, i) => runShard(i, shards.length, files, invocation.mochaArgs, path.join(outputs, `${i}.json`))),
+  shards.map(async (files, i) => {
+    const status = await runShard(i, shards.length, files, invocation.mochaArgs, path.join(outputs, `${i}.json`));
+    console.log(
+      `shard ${i + 1} of ${shards.length} ended after ${Math.round((performance.now() - started) / 1000)} s (exit status ${status})`,
+    );
+    return status;
+  }),
 );
 if (invocation.record) {
   const measured: Record<string, number> = { ...readDurations() };
@@ -129,7 +137,4 @@ if (invocation.record) {
   writeFileSync(durationsFile, `${JSON.stringify(rounded, null, 2)}\n`);
 }
 rmSync(outputs, { recursive: true, force: true });
-statuses.forEach((status, i) => {
-  if (status !== 0) console.error(`shard ${i + 1} of ${shards.length} failed (exit status ${status})`);
-});
 process.exitCode = statuses.some((status) => status !== 0) ? 1 : 0;
