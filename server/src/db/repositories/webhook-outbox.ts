@@ -372,8 +372,8 @@ export async function queueRecovery(
 
 // ---------- Delivering ----------
 
-/** A delivery an instance has claimed, with what it needs to send it. */
-export interface ClaimedDelivery {
+/** A queued delivery's own fields, as the claim and the delivery log both read them. */
+interface QueuedDelivery {
   id: string;
   endpointId: string;
   projectId: string;
@@ -382,9 +382,13 @@ export interface ClaimedDelivery {
   eventId: string | null;
   /** Other types: `data` as queued; `event.created`: null. */
   payload: unknown;
+  createdAt: Date;
+}
+
+/** A delivery an instance has claimed, with what it needs to send it. */
+export interface ClaimedDelivery extends QueuedDelivery {
   /** Attempts begun, this one included: an outcome is written only while it is unchanged. */
   attempt: number;
-  createdAt: Date;
   url: string;
   format: WebhookFormat;
   secrets: string[];
@@ -561,17 +565,10 @@ export async function recordManualAttempt(em: EntityManager, id: string, entry: 
 
 // ---------- The delivery log ----------
 
-export interface DeliveryRow {
-  id: string;
-  endpointId: string;
-  projectId: string;
-  type: WebhookType;
-  eventId: string | null;
-  payload: unknown;
+export interface DeliveryRow extends QueuedDelivery {
   state: 'pending' | 'delivered' | 'failed';
   nextAttemptAt: Date | null;
   log: AttemptEntry[];
-  createdAt: Date;
 }
 
 /** The columns of `DeliveryRow`, from DELIVERIES. */
